@@ -1,0 +1,76 @@
+# extrescue: a bootable rescue image for ext2/ext3/ext4 servers.
+# `make` builds out/extrescue-<version>-x86_64.iso; `make help` lists targets.
+
+.DEFAULT_GOAL := all
+SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
+.DELETE_ON_ERROR:
+
+TOP := $(CURDIR)
+OUT ?= $(TOP)/out
+BUILD := $(OUT)/build
+STAMPS := $(OUT)/stamps
+EXTRESCUE_CACHE ?= $(HOME)/.cache/extrescue
+DL_DIR ?= $(EXTRESCUE_CACHE)/dl
+JOBS ?= $(shell nproc)
+export DL_DIR
+
+# Every timestamp in the image comes from the last commit.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 1)
+VERSION ?= $(shell git describe --tags --always 2>/dev/null || echo dev)
+export SOURCE_DATE_EPOCH
+
+ISO := $(OUT)/extrescue-$(VERSION)-x86_64.iso
+
+# Fields of a pin in configs/sources.lock: $(call pin,NAME,FIELD)
+# FIELD: 5 = Debian version, 6 = file, 7 = sha256.
+pin = $(shell awk '$$1 == "$(1)" {print $$$(2)}' $(TOP)/configs/sources.lock)
+# Fetch (and verify) a pinned input; expands to its path in the cache.
+fetch = $$($(TOP)/scripts/fetch $(1))
+
+$(STAMPS) $(BUILD):
+	@mkdir -p $@
+
+# Changes when SOURCE_DATE_EPOCH or VERSION does (a new commit), so every
+# timestamped output is redone with the new values.
+EPOCH_STAMP := $(STAMPS)/epoch
+$(shell mkdir -p $(STAMPS); echo "$(SOURCE_DATE_EPOCH) $(VERSION)" | cmp -s - $(EPOCH_STAMP) || echo "$(SOURCE_DATE_EPOCH) $(VERSION)" > $(EPOCH_STAMP))
+
+# Host packages: checked once, again whenever the list changes.
+$(STAMPS)/host-deps: configs/host-packages | $(STAMPS)
+	@scripts/host-deps $<
+	@touch $@
+
+include mk/linux.mk
+include mk/busybox.mk
+include mk/initramfs.mk
+include mk/iso.mk
+include mk/test.mk
+
+.PHONY: all
+all: $(ISO) ## build the ISO, SHA256SUMS and manifest (the default)
+
+.PHONY: source
+source: | $(STAMPS)/host-deps ## download and verify every pinned input
+	@for n in $$(awk '!/^#/ && NF {print $$1}' configs/sources.lock); do scripts/fetch $$n >/dev/null; done
+	@echo "source: all pins present in $(DL_DIR)"
+
+.PHONY: update-pins
+update-pins: | $(STAMPS)/host-deps ## re-resolve each pin to the newest version the archive serves
+	@scripts/update-pins
+
+.PHONY: clean
+clean: ## remove build outputs (keeps the download cache)
+	rm -rf $(OUT)
+
+.PHONY: distclean
+distclean: clean ## also remove the download cache
+	rm -rf $(EXTRESCUE_CACHE)
+
+.PHONY: help
+help: ## list the targets
+	@awk -F':.*## ' '/^[a-zA-Z0-9_.-]+:.*## / {printf "  %-20s %s\n", $$1, $$2}' $(MAKEFILE_LIST) | sort
+
+# An unknown target gets one line saying so, not make's generic error.
+.DEFAULT:
+	@echo "make: unknown target '$@'; run 'make help' for the list" >&2; exit 2

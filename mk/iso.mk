@@ -1,0 +1,35 @@
+# ISO: bootloaders from pinned Debian packages, ESP image, xorriso, then
+# SHA256SUMS and the manifest.
+
+BOOT_DEBS := $(BUILD)/boot-debs
+ISO_STAGE := $(BUILD)/iso-stage
+ESP_IMG := $(BUILD)/efiboot.img
+MANIFEST := $(OUT)/manifest
+ISO_INPUTS := iso/isolinux.cfg iso/loader/loader.conf $(wildcard iso/loader/entries/*.conf) \
+	iso/build-esp iso/build-iso scripts/manifest
+
+$(STAMPS)/boot-debs: configs/sources.lock | $(STAMPS)/host-deps $(BUILD)
+	@rm -rf $(BOOT_DEBS) && mkdir -p $(BOOT_DEBS)
+	@for n in isolinux syslinux-common systemd-boot-efi; do \
+	  deb=$$(scripts/fetch $$n) && dpkg-deb -x "$$deb" $(BOOT_DEBS) || exit 1; done
+	@touch $@
+
+$(ESP_IMG): $(STAMPS)/boot-debs $(STAMPS)/linux-built $(INITRAMFS) iso/loader/loader.conf $(wildcard iso/loader/entries/*.conf) iso/build-esp
+	@iso/build-esp $@ $(BOOT_DEBS)/usr/lib/systemd/boot/efi/systemd-bootx64.efi $(BZIMAGE) $(INITRAMFS) iso/loader
+
+$(ISO): $(ESP_IMG) $(ISO_INPUTS)
+	@rm -rf $(ISO_STAGE) && mkdir -p $(ISO_STAGE)/isolinux $(ISO_STAGE)/boot
+	@cp $(BOOT_DEBS)/usr/lib/ISOLINUX/isolinux.bin $(ISO_STAGE)/isolinux/
+	@cp $(addprefix $(BOOT_DEBS)/usr/lib/syslinux/modules/bios/,ldlinux.c32 menu.c32 libutil.c32) $(ISO_STAGE)/isolinux/
+	@sed 's/@VERSION@/$(VERSION)/' iso/isolinux.cfg > $(ISO_STAGE)/isolinux/isolinux.cfg
+	@cp $(BZIMAGE) $(ISO_STAGE)/boot/vmlinuz
+	@cp $(INITRAMFS) $(ISO_STAGE)/boot/initrd.zst
+	@cp $(ESP_IMG) $(ISO_STAGE)/boot/efiboot.img
+	@rm -f $(OUT)/extrescue-*-x86_64.iso
+	@iso/build-iso $@ $(ISO_STAGE) $(BOOT_DEBS)/usr/lib/ISOLINUX/isohdpfx.bin
+	@VERSION=$(VERSION) LINUX_CONFIG=$(LINUX_OBJ)/.config BUSYBOX_CONFIG=configs/busybox.config scripts/manifest > $(MANIFEST)
+	@cd $(OUT) && sha256sum $(notdir $@) manifest > SHA256SUMS
+	@echo "iso: $@ ($$(stat -c %s $@) bytes)"
+
+.PHONY: iso
+iso: $(ISO) ## same as all

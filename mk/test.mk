@@ -1,0 +1,26 @@
+# Tests, benchmarks and the interactive runner.
+
+PYTEST := /usr/bin/python3 -m pytest
+# One knob for slow machines: every test timeout is multiplied by it.
+EXTRESCUE_TIMEOUT_SCALE ?= 1
+export EXTRESCUE_TIMEOUT_SCALE
+
+.PHONY: test test-build test-boot run bench repro-check
+test: $(ISO) ## run the whole test suite (boots the ISO four ways, build checks)
+	@$(PYTEST) -q -p no:cacheprovider tests/
+
+test-build: | $(STAMPS)/host-deps ## only the build-system checks (no boot)
+	@$(PYTEST) -q -p no:cacheprovider tests/test_build.py
+
+test-boot: $(ISO) ## only the boot tests
+	@$(PYTEST) -q -p no:cacheprovider tests/test_boot.py
+
+run: $(ISO) ## boot the ISO in QEMU on this terminal (Ctrl-A x quits); ARGS= adds qemu/run options
+	@qemu/run --iso $(ISO) $(ARGS)
+
+bench: $(ISO) ## print image sizes and seconds to a shell (median of 5, TCG)
+	@tests/bench-boot --iso $(ISO) --runs 5
+
+# Two clean builds from the same commit must give the same ISO, byte for byte.
+repro-check: | $(STAMPS)/host-deps ## build twice from clean and compare the ISO's sha256
+	@tests/repro-check

@@ -1,0 +1,32 @@
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from harness import Guest  # noqa: E402
+
+
+@pytest.fixture
+def guest(request):
+    """Factory: guest(name, args) starts a boot; logs of passing tests are removed."""
+    made = []
+
+    def make(name, args, boot_timeout=120):
+        g = Guest(name, args, boot_timeout).start()
+        made.append(g)
+        return g
+
+    yield make
+    failed = getattr(request.node, "rep_call", None) is None or request.node.rep_call.failed
+    for g in made:
+        g.kill()
+        if not failed and os.path.exists(g.log_path):
+            os.unlink(g.log_path)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, "rep_" + rep.when, rep)

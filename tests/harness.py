@@ -1,0 +1,120 @@
+"""Boots extrescue through qemu/run and drives its shell on the serial console.
+
+Every guest writes its whole serial log under out/test-logs/; the log of a
+passing test is removed, the log of a failing one stays. Timeouts are scaled
+by EXTRESCUE_TIMEOUT_SCALE, the one knob for slow machines.
+"""
+import os
+import re
+import subprocess
+import time
+
+import pexpect
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.environ.get("OUT", os.path.join(TOP, "out"))
+LOGS = os.path.join(OUT, "test-logs")
+RUN = os.path.join(TOP, "qemu", "run")
+SCALE = float(os.environ.get("EXTRESCUE_TIMEOUT_SCALE", "1"))
+PROMPT = r"extrescue:[^\r\n]*# "
+# Patterns that fail a test wherever they appear in the serial log.
+FATAL = [r"Kernel panic", r"Call Trace:", r"BUG:", r"Oops"]
+
+
+def scaled(seconds):
+    return seconds * SCALE
+
+
+class GuestError(AssertionError):
+    pass
+
+
+class Guest:
+    """One QEMU boot. `run()` returns (exit status, output) of a shell command."""
+
+    def __init__(self, name, args, boot_timeout=120):
+        os.makedirs(LOGS, exist_ok=True)
+        self.name = name
+        self.log_path = os.path.join(LOGS, f"{name}.log")
+        self.cmd = [RUN, "--serial-log", self.log_path] + list(args)
+        self.boot_timeout = boot_timeout
+        self.started = None
+        self.child = None
+        self.seq = 0
+
+    def start(self):
+        if os.path.exists(self.log_path):
+            os.unlink(self.log_path)
+        self.started = time.monotonic()
+        self.child = pexpect.spawn(self.cmd[0], self.cmd[1:], encoding="utf-8",
+                                   codec_errors="replace", timeout=scaled(60))
+        return self
+
+    def wait_shell(self):
+        """Waits for the root shell; returns seconds since QEMU started."""
+        self.expect([PROMPT], scaled(self.boot_timeout), "the shell prompt on ttyS0")
+        took = time.monotonic() - self.started
+        # A quiet prompt and no line editing keep command output clean.
+        self.run("stty -echo cols 500; PS1='extrescue:# '")
+        return took
+
+    def expect(self, patterns, timeout, what):
+        try:
+            return self.child.expect(patterns, timeout=timeout)
+        except pexpect.TIMEOUT:
+            raise GuestError(f"{self.name}: timed out after {timeout:.0f}s waiting for {what}; "
+                             f"log {self.log_path}; last output: {self.tail()!r}")
+        except pexpect.EOF:
+            raise GuestError(f"{self.name}: QEMU exited while waiting for {what}; "
+                             f"log {self.log_path}; last output: {self.tail()!r}")
+
+    def tail(self):
+        before = self.child.before if isinstance(self.child.before, str) else ""
+        return before[-600:]
+
+    def run(self, command, timeout=60):
+        """Runs COMMAND in the guest shell; returns (status, output)."""
+        self.seq += 1
+        begin, end = f"__XRB{self.seq}__", f"__XRE{self.seq}_"
+        # The markers are split with quotes so the echoed command never matches.
+        b1, b2 = begin[:4], begin[4:]
+        e1, e2 = end[:4], end[4:]
+        self.child.sendline(f"echo {b1}''{b2}; {command}; echo {e1}''{e2}$?__")
+        self.expect([re.escape(begin) + r"\r?\n"], scaled(timeout), f"start of '{command}'")
+        self.expect([re.escape(end) + r"(\d+)__"], scaled(timeout), f"end of '{command}'")
+        output = self.child.before.replace("\r\n", "\n").replace("\r", "")
+        status = int(self.child.match.group(1))
+        return status, output
+
+    def check(self, command, timeout=60):
+        """Runs COMMAND and fails unless it exits 0; returns its output."""
+        status, output = self.run(command, timeout)
+        if status != 0:
+            raise GuestError(f"{self.name}: '{command}' exited {status}: {output[-800:]}")
+        return output
+
+    def poweroff(self):
+        self.child.sendline("poweroff -f")
+        self.expect([pexpect.EOF], scaled(60), "QEMU to exit after poweroff")
+        self.child.close()
+        return self.child.exitstatus
+
+    def kill(self):
+        if self.child and self.child.isalive():
+            self.child.terminate(force=True)
+
+    def serial_log(self):
+        with open(self.log_path, errors="replace") as f:
+            return f.read()
+
+    def assert_no_fatal(self):
+        log = self.serial_log()
+        for pat in FATAL:
+            m = re.search(pat, log)
+            if m:
+                raise GuestError(f"{self.name}: serial log has '{m.group(0)}'; see {self.log_path}")
+
+
+def host(cmd, **kw):
+    """Runs a host command; returns CompletedProcess with text output."""
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)

@@ -1,0 +1,145 @@
+"""Checks of the build system itself: config check, download cache, messages."""
+import hashlib
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from harness import OUT, TOP, host
+
+LINUX_SRC = os.path.join(OUT, "build", "linux-src")
+
+
+def make(*args, **kw):
+    return host(["make", "--no-print-directory", "-C", TOP] + list(args), **kw)
+
+
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def pin(name):
+    with open(os.path.join(TOP, "configs", "sources.lock")) as f:
+        for line in f:
+            fields = line.split()
+            if fields and fields[0] == name:
+                return fields
+
+
+@pytest.mark.skipif(not os.path.isdir(LINUX_SRC), reason="needs the extracted kernel (run make)")
+def test_config_check_fails_on_dropped_option(tmp_path):
+    # XEN_BLKDEV_FRONTEND depends on XEN, which no fragment enables.
+    bad = tmp_path / "zz-dropped.config"
+    bad.write_text("CONFIG_BLK_DEV_LOOP=y\nCONFIG_XEN_BLKDEV_FRONTEND=y\n")
+    obj = tmp_path / "obj"
+    frags = " ".join(sorted(os.path.join(TOP, "configs/linux", f)
+                            for f in os.listdir(os.path.join(TOP, "configs/linux"))) + [str(bad)])
+    r = make(f"LINUX_OBJ={obj}", f"LINUX_FRAGMENTS={frags}", f"{obj}/.config")
+    assert r.returncode != 0
+    assert "CONFIG_XEN_BLKDEV_FRONTEND=y" in r.stderr and "zz-dropped.config" in r.stderr, r.stderr
+    assert "CONFIG_BLK_DEV_LOOP" not in r.stderr, "a kept option was reported as dropped"
+    assert not (obj / ".config").exists(), "a rejected config was left in place"
+
+
+def test_corrupt_cache_file_is_detected_and_replaced(tmp_path):
+    name, _, _, _, _, file, want = pin("busybox")
+    dl = tmp_path / "dl"
+    dl.mkdir()
+    cached = os.path.join(os.environ.get("DL_DIR", os.path.expanduser("~/.cache/extrescue/dl")), file)
+    if os.path.exists(cached):
+        shutil.copy(cached, dl / file)
+    else:
+        (dl / file).write_bytes(b"\0" * 4096)
+    with open(dl / file, "r+b") as f:
+        f.seek(1000)
+        f.write(b"\xff\xfe\xfd")
+    bad_sum = sha256(dl / file)
+    env = dict(os.environ, DL_DIR=str(dl))
+    r = host([os.path.join(TOP, "scripts/fetch"), name], cwd=TOP, env=env)
+    assert f"expected sha256 {want}" in r.stderr and f"got {bad_sum}" in r.stderr, r.stderr
+    assert r.returncode == 0, r.stderr
+    assert sha256(dl / file) == want, "the corrupt file was used"
+    assert sha256(dl / (file + ".bad")) == bad_sum
+
+
+def test_download_with_wrong_hash_is_not_used(tmp_path):
+    fields = pin("busybox")
+    lock = tmp_path / "sources.lock"
+    fields[6] = "0" * 64
+    lock.write_text(" ".join(fields) + "\n")
+    dl = tmp_path / "dl"
+    env = dict(os.environ, DL_DIR=str(dl), LOCK=str(lock))
+    r = host([os.path.join(TOP, "scripts/fetch"), "busybox"], cwd=TOP, env=env)
+    assert r.returncode != 0
+    assert "not used" in r.stderr and "0" * 64 in r.stderr, r.stderr
+    assert not (dl / fields[5]).exists()
+
+
+def test_pin_not_served_names_update_pins(tmp_path):
+    fields = pin("busybox")
+    fields[4] = "1:1.37.0-999"
+    lock = tmp_path / "sources.lock"
+    lock.write_text(" ".join(fields) + "\n")
+    env = dict(os.environ, DL_DIR=str(tmp_path / "dl"), LOCK=str(lock))
+    r = host([os.path.join(TOP, "scripts/fetch"), "busybox"], cwd=TOP, env=env)
+    assert r.returncode != 0
+    assert "make update-pins" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_unknown_target_one_line():
+    r = make("no-such-target")
+    assert r.returncode != 0
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "unknown target 'no-such-target'" in lines[0], r.stderr
+
+
+def test_help_lists_targets():
+    r = make("help")
+    assert r.returncode == 0
+    for t in ("all", "test", "run", "bench", "repro-check", "update-pins", "linux-menuconfig",
+              "busybox-menuconfig", "clean", "distclean"):
+        assert f"  {t} " in r.stdout, f"'{t}' missing from make help"
+
+
+def test_missing_package_as_non_root_prints_command(tmp_path):
+    lst = tmp_path / "packages"
+    lst.write_text("# test list\ncoreutils\nno-such-package-extrescue\n")
+    os.chmod(tmp_path, 0o755)
+    r = host(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+              os.path.join(TOP, "scripts/host-deps"), str(lst)])
+    assert r.returncode != 0
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert "apt-get install -y --no-install-recommends no-such-package-extrescue" in lines[0]
+    assert "coreutils" not in lines[0]
+
+
+def test_runner_refuses_missing_inputs(tmp_path):
+    r = host([os.path.join(TOP, "qemu/run"), "--iso", str(tmp_path / "none.iso")])
+    assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1 and "does not exist" in r.stderr
+    r = host([os.path.join(TOP, "qemu/run"), "--dry-run", "--iso", "/dev/null",
+              "--disk", "/dev/null,if=floppy"])
+    assert r.returncode != 0 and "unknown controller 'floppy'" in r.stderr
+
+
+def test_patch_that_does_not_apply_is_named(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.c").write_text("one\ntwo\nthree\n")
+    pdir = tmp_path / "patches"
+    pdir.mkdir()
+    (pdir / "0001-good.patch").write_text(
+        "--- a/a.c\n+++ b/a.c\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n")
+    (pdir / "0002-stale.patch").write_text(
+        "--- a/a.c\n+++ b/a.c\n@@ -1,3 +1,3 @@\n uno\n-dos\n+DOS\n tres\n")
+    (pdir / "series").write_text("0001-good.patch\n0002-stale.patch\n")
+    r = host([os.path.join(TOP, "scripts/apply-patches"), str(src), str(pdir / "series")])
+    assert r.returncode != 0 and "0002-stale.patch does not apply" in r.stderr, r.stderr
+    assert (src / "a.c").read_text() == "one\nTWO\nthree\n"
+    # After fixing the series, a rerun reverses what was applied and starts over.
+    (pdir / "series").write_text("0001-good.patch\n")
+    r = host([os.path.join(TOP, "scripts/apply-patches"), str(src), str(pdir / "series")])
+    assert r.returncode == 0, r.stderr
+    assert (src / "a.c").read_text() == "one\nTWO\nthree\n"
