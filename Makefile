@@ -11,6 +11,7 @@ OUT ?= $(TOP)/out
 BUILD := $(OUT)/build
 STAMPS := $(OUT)/stamps
 EXTRESCUE_CACHE ?= $(HOME)/.cache/extrescue
+export EXTRESCUE_CACHE
 DL_DIR ?= $(EXTRESCUE_CACHE)/dl
 JOBS ?= $(shell nproc)
 export DL_DIR
@@ -18,6 +19,9 @@ export DL_DIR
 # Every timestamp in the image comes from the last commit.
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 1)
 VERSION ?= $(shell git describe --tags --always 2>/dev/null || echo dev)
+# Evaluate once, not at every use.
+SOURCE_DATE_EPOCH := $(SOURCE_DATE_EPOCH)
+VERSION := $(VERSION)
 export SOURCE_DATE_EPOCH
 
 ISO := $(OUT)/extrescue-$(VERSION)-x86_64.iso
@@ -73,4 +77,4 @@ help: ## list the targets
 
 # An unknown target gets one line saying so, not make's generic error.
 .DEFAULT:
-	@echo "make: unknown target '$@'; run 'make help' for the list" >&2; exit 2
+	$(error unknown target '$@'; run 'make help' for the list)

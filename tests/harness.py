@@ -80,7 +80,7 @@ class Guest:
         b1, b2 = begin[:4], begin[4:]
         e1, e2 = end[:4], end[4:]
         self.child.sendline(f"echo {b1}''{b2}; {command}; echo {e1}''{e2}$?__")
-        self.expect([re.escape(begin) + r"\r?\n"], scaled(timeout), f"start of '{command}'")
+        self.expect([re.escape(begin) + r"\r*\n"], scaled(timeout), f"start of '{command}'")
         self.expect([re.escape(end) + r"(\d+)__"], scaled(timeout), f"end of '{command}'")
         output = self.child.before.replace("\r\n", "\n").replace("\r", "")
         status = int(self.child.match.group(1))

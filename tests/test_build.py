@@ -103,12 +103,16 @@ def test_help_lists_targets():
         assert f"  {t} " in r.stdout, f"'{t}' missing from make help"
 
 
-def test_missing_package_as_non_root_prints_command(tmp_path):
-    lst = tmp_path / "packages"
-    lst.write_text("# test list\ncoreutils\nno-such-package-extrescue\n")
-    os.chmod(tmp_path, 0o755)
+def test_missing_package_as_non_root_prints_command():
+    import tempfile
+    # Under /tmp directly, so the unprivileged user can read it.
+    fd, lst = tempfile.mkstemp(prefix="extrescue-packages-", dir="/tmp")
+    with os.fdopen(fd, "w") as f:
+        f.write("# test list\ncoreutils\nno-such-package-extrescue\n")
+    os.chmod(lst, 0o644)
     r = host(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-              os.path.join(TOP, "scripts/host-deps"), str(lst)])
+              os.path.join(TOP, "scripts/host-deps"), lst])
+    os.unlink(lst)
     assert r.returncode != 0
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1, r.stderr
