@@ -40,6 +40,12 @@ $(STAMPS) $(BUILD):
 EPOCH_STAMP := $(STAMPS)/epoch
 $(shell mkdir -p $(STAMPS); echo "$(SOURCE_DATE_EPOCH) $(VERSION)" | cmp -s - $(EPOCH_STAMP) || echo "$(SOURCE_DATE_EPOCH) $(VERSION)" > $(EPOCH_STAMP))
 
+# One file per pin, rewritten only when that pin's line changes, so moving
+# one input to a new version rebuilds only what depends on it.
+pin_stamp = $(STAMPS)/pin-$(1)
+$(shell awk '!/^\#/ && NF' configs/sources.lock | while read -r n rest; do \
+	echo "$$n $$rest" | cmp -s - $(STAMPS)/pin-$$n || echo "$$n $$rest" > $(STAMPS)/pin-$$n; done)
+
 # Host packages: checked once, again whenever the list changes.
 $(STAMPS)/host-deps: configs/host-packages | $(STAMPS)
 	@scripts/host-deps $<
@@ -47,6 +53,9 @@ $(STAMPS)/host-deps: configs/host-packages | $(STAMPS)
 
 include mk/linux.mk
 include mk/busybox.mk
+include mk/src.mk
+include mk/e2fsprogs.mk
+include mk/util-linux.mk
 include mk/initramfs.mk
 include mk/iso.mk
 include mk/test.mk

@@ -8,7 +8,7 @@ MUSL_CC := musl-gcc -isystem $(KHEADERS)/include
 BUSYBOX_MAKE = $(MAKE) -C $(BUSYBOX_SRC) CC="$(MUSL_CC)" HOSTCC=gcc \
 	KCONFIG_NOTIMESTAMP=1 SKIP_STRIP=n
 
-$(STAMPS)/busybox-extracted: configs/sources.lock | $(STAMPS)/host-deps $(BUILD)
+$(STAMPS)/busybox-extracted: $(call pin_stamp,busybox) | $(STAMPS)/host-deps $(BUILD)
 	@echo "busybox: extracting $(BUSYBOX_VERSION)"
 	@tarball=$(call fetch,busybox); rm -rf $(BUSYBOX_SRC) $(STAMPS)/busybox-*; \
 	 mkdir -p $(BUSYBOX_SRC) && tar -xf "$$tarball" -C $(BUSYBOX_SRC) --strip-components=1

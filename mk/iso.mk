@@ -8,7 +8,7 @@ MANIFEST := $(OUT)/manifest
 ISO_INPUTS := iso/isolinux.cfg iso/loader/loader.conf $(wildcard iso/loader/entries/*.conf) \
 	iso/build-esp iso/build-iso scripts/manifest
 
-$(STAMPS)/boot-debs: configs/sources.lock | $(STAMPS)/host-deps $(BUILD)
+$(STAMPS)/boot-debs: $(foreach n,isolinux syslinux-common systemd-boot-efi,$(call pin_stamp,$(n))) | $(STAMPS)/host-deps $(BUILD)
 	@rm -rf $(BOOT_DEBS) && mkdir -p $(BOOT_DEBS)
 	@for n in isolinux syslinux-common systemd-boot-efi; do \
 	  deb=$$(scripts/fetch $$n) && dpkg-deb -x "$$deb" $(BOOT_DEBS) || exit 1; done

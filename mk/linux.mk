@@ -11,7 +11,7 @@ LINUX_MAKE = $(MAKE) -C $(LINUX_SRC) O=$(LINUX_OBJ) ARCH=x86_64 \
 	KBUILD_BUILD_TIMESTAMP=@$(SOURCE_DATE_EPOCH) KBUILD_BUILD_USER=extrescue \
 	KBUILD_BUILD_HOST=extrescue KBUILD_BUILD_VERSION=1
 
-$(STAMPS)/linux-extracted: configs/sources.lock | $(STAMPS)/host-deps $(BUILD)
+$(STAMPS)/linux-extracted: $(call pin_stamp,linux) | $(STAMPS)/host-deps $(BUILD)
 	@echo "linux: extracting $(LINUX_VERSION)"
 	@tarball=$(call fetch,linux); rm -rf $(LINUX_SRC) $(LINUX_OBJ) $(STAMPS)/linux-*; \
 	 mkdir -p $(LINUX_SRC) && tar -xf "$$tarball" -C $(LINUX_SRC) --strip-components=1
