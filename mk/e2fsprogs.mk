@@ -19,7 +19,7 @@ E2FSPROGS_LINKS := fsck.ext2:e2fsck fsck.ext3:e2fsck fsck.ext4:e2fsck \
 # static binary (the libraries are linked into every one of them).
 # LIBS puts our word-at-a-time memcmp/strncmp ahead of musl's byte loops.
 E2FSPROGS_CONFIGURE := CC="$(MUSL_CC)" CFLAGS="-O2 -ffunction-sections -fdata-sections" \
-	LDFLAGS="-static -Wl,--gc-sections" LIBS="$(FAST_STRING_O)" PKG_CONFIG=/bin/false \
+	LDFLAGS="-static -Wl,--gc-sections" LIBS="$(FAST_STRING_A)" PKG_CONFIG=/bin/false \
 	$(E2FSPROGS_SRC)/configure --disable-nls --disable-fuse2fs --disable-uuidd \
 	--enable-libuuid --enable-libblkid --without-libarchive --enable-fsck \
 	--disable-elf-shlibs --disable-bsd-shlibs
@@ -34,7 +34,7 @@ $(STAMPS)/e2fsprogs-patched: $(STAMPS)/e2fsprogs-extracted $(E2FSPROGS_PATCHES)
 	@scripts/apply-patches $(E2FSPROGS_SRC) e2fsprogs-patches/series
 	@touch $@
 
-$(STAMPS)/e2fsprogs-configured: $(STAMPS)/e2fsprogs-patched $(STAMPS)/linux-headers $(FAST_STRING_O) mk/e2fsprogs.mk
+$(STAMPS)/e2fsprogs-configured: $(STAMPS)/e2fsprogs-patched $(STAMPS)/linux-headers $(FAST_STRING_A) mk/e2fsprogs.mk
 	@rm -rf $(E2FSPROGS_OBJ) && mkdir -p $(E2FSPROGS_OBJ)
 	@cd $(E2FSPROGS_OBJ) && $(E2FSPROGS_CONFIGURE) > configure.log 2>&1 || \
 	 { tail -n 20 $(E2FSPROGS_OBJ)/configure.log >&2; echo "e2fsprogs: configure failed; log in $(E2FSPROGS_OBJ)/configure.log" >&2; exit 1; }
@@ -56,5 +56,5 @@ $(STAMPS)/e2fsprogs-built: configs/mke2fs.conf
 
 .PHONY: e2fsprogs e2fsprogs-check
 e2fsprogs: $(STAMPS)/e2fsprogs-built ## build e2fsprogs only
-e2fsprogs-check: $(STAMPS)/e2fsprogs-built ## run e2fsprogs' own test suite on the image's binaries
+e2fsprogs-check: $(STAMPS)/e2fsprogs-built ## run e2fsprogs' own test suite on the image's binaries (SLOW=1: also the slow tests)
 	@tests/e2fsprogs-suite $(E2FSPROGS_OBJ) tests/e2fsprogs-skips

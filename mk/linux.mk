@@ -32,8 +32,9 @@ $(LINUX_OBJ)/.config: $(STAMPS)/linux-patched $(LINUX_FRAGMENTS) scripts/kconfig
 
 $(STAMPS)/linux-built: $(LINUX_OBJ)/.config $(EPOCH_STAMP)
 	@echo "linux: building bzImage with $(JOBS) jobs"
-	@$(LINUX_MAKE) -j$(JOBS) bzImage > $(LINUX_OBJ)/build.log 2>&1 || \
-	 { tail -n 30 $(LINUX_OBJ)/build.log >&2; echo "linux: build failed; full log in $(LINUX_OBJ)/build.log" >&2; exit 1; }
+	@start=$$(date +%s); $(LINUX_MAKE) -j$(JOBS) bzImage > $(LINUX_OBJ)/build.log 2>&1 || \
+	 { tail -n 30 $(LINUX_OBJ)/build.log >&2; echo "linux: build failed; full log in $(LINUX_OBJ)/build.log" >&2; exit 1; }; \
+	 echo "$$(( $$(date +%s) - start ))" > $(LINUX_OBJ)/build-seconds
 	@touch $@
 
 # Kernel UAPI headers for the musl builds (musl-gcc passes -nostdinc).

@@ -3,12 +3,14 @@
 
 SRC_OBJ := $(BUILD)/src
 MUSL_CFLAGS := -O2 -Wall -Wextra -Werror
-FAST_STRING_O := $(SRC_OBJ)/fast-string.o
+# An archive, not an object: some link lines name LIBS twice.
+FAST_STRING_A := $(SRC_OBJ)/libfast-string.a
 
 # -fno-builtin: these are the library functions; never turn them into calls.
-$(FAST_STRING_O): src/fast-string.c | $(STAMPS)/linux-headers
+$(FAST_STRING_A): src/fast-string.c | $(STAMPS)/linux-headers
 	@mkdir -p $(dir $@)
-	@$(MUSL_CC) $(MUSL_CFLAGS) -fno-builtin -c $< -o $@
+	@$(MUSL_CC) $(MUSL_CFLAGS) -fno-builtin -c $< -o $(SRC_OBJ)/fast-string.o
+	@rm -f $@ && ar rcD $@ $(SRC_OBJ)/fast-string.o
 
 $(SRC_OBJ)/test-fast-string: src/test-fast-string.c src/fast-string.c
 	@mkdir -p $(dir $@)

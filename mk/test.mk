@@ -5,8 +5,8 @@ PYTEST := /usr/bin/python3 -m pytest
 EXTRESCUE_TIMEOUT_SCALE ?= 1
 export EXTRESCUE_TIMEOUT_SCALE
 
-.PHONY: test test-build test-boot run bench repro-check
-test: $(ISO) ## run the whole test suite (boots the ISO four ways, build checks)
+.PHONY: test test-build test-boot run bench bench-fsck bench-kernel repro-check
+test: $(ISO) ## run the whole test suite (boots, controllers, e2fsprogs suite, build checks)
 	@$(PYTEST) -q -p no:cacheprovider tests/
 
 test-build: | $(STAMPS)/host-deps ## only the build-system checks (no boot)
@@ -20,6 +20,12 @@ run: $(ISO) ## boot the ISO in QEMU on this terminal (Ctrl-A x quits); ARGS= add
 
 bench: $(ISO) ## print image sizes and seconds to a shell (median of 5, TCG)
 	@tests/bench-boot --iso $(ISO) --runs 5
+
+bench-fsck: $(STAMPS)/e2fsprogs-built ## the image's e2fsck/debugfs against the host's: medians, ratios, sizes
+	@tests/bench-fsck $(E2FSPROGS_OBJ)
+
+bench-kernel: $(ISO) ## bzImage size, option count, build time, seconds to each controller's disk
+	@tests/bench-kernel
 
 # Two clean builds from the same commit must give the same ISO, byte for byte.
 repro-check: | $(STAMPS)/host-deps ## build twice from clean and compare the ISO's sha256

@@ -1,0 +1,51 @@
+"""Test disk images made on the host with known contents, and host-side checks."""
+import hashlib
+import os
+import subprocess
+
+from harness import host
+
+
+def tree(root, files=40):
+    """Writes FILES files of varied sizes under ROOT; returns {relative path: sha256}."""
+    sums = {}
+    for i in range(files):
+        sub = os.path.join(root, f"dir{i % 4}")
+        os.makedirs(sub, exist_ok=True)
+        data = hashlib.sha256(str(i).encode()).digest() * (1 + (i * 997) % 4000)
+        path = os.path.join(sub, f"file{i:03d}")
+        with open(path, "wb") as f:
+            f.write(data)
+        sums[os.path.relpath(path, root)] = hashlib.sha256(data).hexdigest()
+    with open(os.path.join(root, "SHA256SUMS"), "w") as f:
+        for rel, s in sorted(sums.items()):
+            f.write(f"{s}  {rel}\n")
+    return sums
+
+
+def make_fs(img, size, fstype="ext4", label="xrdata", options=(), populate=None):
+    """mke2fs IMG of SIZE with a known tree in it (made in POPULATE or a temp dir)."""
+    subprocess.run(["truncate", "-s", size, img], check=True)
+    cmd = ["mke2fs", "-q", "-F", "-t", fstype, "-L", label] + list(options)
+    if populate:
+        cmd += ["-d", populate]
+    subprocess.run(cmd + [img], check=True)
+
+
+def fsck_clean(img):
+    r = host(["e2fsck", "-fn", img])
+    assert r.returncode == 0, f"host e2fsck -fn {img} exited {r.returncode}: {r.stdout}{r.stderr}"
+
+
+def cat(img, path):
+    """A file's contents, read from the image on the host with debugfs."""
+    r = subprocess.run(["debugfs", "-R", f"cat {path}", img], capture_output=True)
+    return r.stdout
+
+
+def sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()

@@ -1,0 +1,11 @@
+"""e2fsprogs' own test suite, run on the binaries that go into the image."""
+import os
+
+from harness import OUT, TOP, host
+
+
+def test_upstream_suite_passes():
+    r = host([os.path.join(TOP, "tests", "e2fsprogs-suite"), os.path.join(OUT, "build", "e2fsprogs"),
+              os.path.join(TOP, "tests", "e2fsprogs-skips")])
+    print(r.stdout)
+    assert r.returncode == 0, r.stdout + r.stderr
