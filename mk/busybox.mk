@@ -22,8 +22,7 @@ $(STAMPS)/busybox-built: $(STAMPS)/busybox-extracted configs/busybox.config $(ST
 	 { echo "busybox: configs/busybox.config is incomplete for $(BUSYBOX_VERSION); run 'make busybox-menuconfig' and save" >&2; exit 1; }
 	@$(BUSYBOX_MAKE) -j$(JOBS) busybox > $(BUSYBOX_SRC)/build.log 2>&1 || \
 	 { tail -n 30 $(BUSYBOX_SRC)/build.log >&2; echo "busybox: build failed; full log in $(BUSYBOX_SRC)/build.log" >&2; exit 1; }
-	@file $(BUSYBOX_BIN) 2>/dev/null | grep -q 'statically linked' || ldd $(BUSYBOX_BIN) 2>&1 | grep -q 'not a dynamic' || \
-	 { echo "busybox: $(BUSYBOX_BIN) is not static; check CONFIG_STATIC in configs/busybox.config" >&2; exit 1; }
+	@scripts/check-static busybox $(BUSYBOX_BIN)
 	@touch $@
 
 .PHONY: busybox busybox-menuconfig

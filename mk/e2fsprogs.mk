@@ -45,6 +45,7 @@ $(STAMPS)/e2fsprogs-built: $(STAMPS)/e2fsprogs-configured
 	@$(MAKE) -C $(E2FSPROGS_OBJ) -j$(JOBS) > $(E2FSPROGS_OBJ)/build.log 2>&1 || \
 	 { tail -n 30 $(E2FSPROGS_OBJ)/build.log >&2; echo "e2fsprogs: build failed; log in $(E2FSPROGS_OBJ)/build.log" >&2; exit 1; }
 	@cd $(E2FSPROGS_OBJ) && strip --strip-all $(E2FSPROGS_PROGS)
+	@scripts/check-static e2fsprogs $(addprefix $(E2FSPROGS_OBJ)/,$(E2FSPROGS_PROGS))
 	@rm -rf $(E2FSPROGS_ROOT) && mkdir -p $(E2FSPROGS_ROOT)/sbin $(E2FSPROGS_ROOT)/etc
 	@for p in $(E2FSPROGS_PROGS); do cp $(E2FSPROGS_OBJ)/$$p $(E2FSPROGS_ROOT)/sbin/; done
 	@for l in $(E2FSPROGS_LINKS); do ln -sf $${l#*:} $(E2FSPROGS_ROOT)/sbin/$${l%%:*}; done

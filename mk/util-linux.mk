@@ -25,10 +25,13 @@ $(STAMPS)/util-linux-built: $(STAMPS)/util-linux-extracted $(STAMPS)/linux-heade
 	@rm -rf $(UTIL_LINUX_OBJ) && mkdir -p $(UTIL_LINUX_OBJ)
 	@cd $(UTIL_LINUX_OBJ) && $(UTIL_LINUX_CONFIGURE) > configure.log 2>&1 || \
 	 { tail -n 20 $(UTIL_LINUX_OBJ)/configure.log >&2; echo "util-linux: configure failed; log in $(UTIL_LINUX_OBJ)/configure.log" >&2; exit 1; }
-	@$(MAKE) -C $(UTIL_LINUX_OBJ) -j$(JOBS) $(UTIL_LINUX_PROGS) > $(UTIL_LINUX_OBJ)/build.log 2>&1 || \
+	@# libtool reads -static as "no shared libtool libraries" only; -all-static
+	@# makes it link libc statically as well.
+	@$(MAKE) -C $(UTIL_LINUX_OBJ) -j$(JOBS) LDFLAGS="-all-static -Wl,--gc-sections" $(UTIL_LINUX_PROGS) > $(UTIL_LINUX_OBJ)/build.log 2>&1 || \
 	 { tail -n 30 $(UTIL_LINUX_OBJ)/build.log >&2; echo "util-linux: build failed; log in $(UTIL_LINUX_OBJ)/build.log" >&2; exit 1; }
 	@rm -rf $(UTIL_LINUX_ROOT) && mkdir -p $(UTIL_LINUX_ROOT)/sbin
 	@for p in $(UTIL_LINUX_PROGS); do strip --strip-all -o $(UTIL_LINUX_ROOT)/sbin/$$p $(UTIL_LINUX_OBJ)/$$p || exit 1; done
+	@scripts/check-static util-linux $(UTIL_LINUX_ROOT)/sbin/*
 	@touch $@
 
 .PHONY: util-linux

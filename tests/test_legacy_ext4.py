@@ -55,8 +55,13 @@ def test_external_journal_on_another_controller(guest, tmp_path):
     fs = str(tmp_path / "fs.img")
     subprocess.run(["truncate", "-s", "32M", journal, fs], check=True)
     subprocess.run(["mke2fs", "-q", "-F", "-O", "journal_dev", "-b", "4096", "-L", "xrjournal", journal], check=True)
-    subprocess.run(["mke2fs", "-q", "-F", "-t", "ext4", "-b", "4096", "-J", f"device={journal}",
-                    "-L", "xrdata", fs], check=True)
+    # mke2fs attaches an external journal only from a block device.
+    jloop = host(["losetup", "-f", "--show", journal]).stdout.strip()
+    try:
+        subprocess.run(["mke2fs", "-q", "-F", "-t", "ext4", "-b", "4096", "-J", f"device={jloop}",
+                        "-L", "xrdata", fs], check=True)
+    finally:
+        subprocess.run(["losetup", "-d", jloop])
     g = guest("external-journal", ["--direct", "--disk", f"{fs},if=virtio-blk,rw",
                                    "--disk", f"{journal},if=ahci,rw"])
     g.wait_shell()
