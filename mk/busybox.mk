@@ -9,9 +9,7 @@ BUSYBOX_MAKE = $(MAKE) -C $(BUSYBOX_SRC) CC="$(MUSL_CC)" HOSTCC=gcc \
 	KCONFIG_NOTIMESTAMP=1 SKIP_STRIP=n
 
 $(STAMPS)/busybox-extracted: $(call pin_stamp,busybox) | $(STAMPS)/host-deps $(BUILD)
-	@echo "busybox: extracting $(BUSYBOX_VERSION)"
-	@tarball=$(call fetch,busybox); rm -rf $(BUSYBOX_SRC) $(STAMPS)/busybox-*; \
-	 mkdir -p $(BUSYBOX_SRC) && tar -xf "$$tarball" -C $(BUSYBOX_SRC) --strip-components=1
+	@scripts/extract busybox $(BUSYBOX_SRC)
 	@touch $@
 
 $(STAMPS)/busybox-built: $(STAMPS)/busybox-extracted configs/busybox.config $(STAMPS)/linux-headers

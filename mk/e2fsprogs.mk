@@ -25,9 +25,7 @@ E2FSPROGS_CONFIGURE := CC="$(MUSL_CC)" CFLAGS="-O2 -ffunction-sections -fdata-se
 	--disable-elf-shlibs --disable-bsd-shlibs
 
 $(STAMPS)/e2fsprogs-extracted: $(call pin_stamp,e2fsprogs) | $(STAMPS)/host-deps $(BUILD)
-	@echo "e2fsprogs: extracting $(E2FSPROGS_VERSION)"
-	@tarball=$(call fetch,e2fsprogs); rm -rf $(E2FSPROGS_SRC) $(E2FSPROGS_OBJ) $(STAMPS)/e2fsprogs-*; \
-	 mkdir -p $(E2FSPROGS_SRC) && tar -xf "$$tarball" -C $(E2FSPROGS_SRC) --strip-components=1
+	@scripts/extract e2fsprogs $(E2FSPROGS_SRC) $(E2FSPROGS_OBJ)
 	@touch $@
 
 $(STAMPS)/e2fsprogs-patched: $(STAMPS)/e2fsprogs-extracted $(E2FSPROGS_PATCHES)

@@ -5,7 +5,8 @@ INITRAMFS_GEN := $(BUILD)/initramfs-gen
 INITRAMFS_INPUTS := initramfs/init initramfs/base.list initramfs/gen-list \
 	$(shell find initramfs/rootfs -print) README.md
 # Binaries of our own and of other components add themselves here.
-INITRAMFS_DEPS := $(STAMPS)/busybox-built $(STAMPS)/e2fsprogs-built $(STAMPS)/util-linux-built $(GEN_INIT_CPIO)
+INITRAMFS_DEPS := $(STAMPS)/busybox-built $(STAMPS)/e2fsprogs-built $(STAMPS)/util-linux-built \
+	$(SRC_ROOT)/sbin/extscan $(GEN_INIT_CPIO)
 
 $(STAMPS)/initramfs-gen: $(INITRAMFS_INPUTS) $(foreach n,linux busybox e2fsprogs util-linux,$(call pin_stamp,$(n))) $(EPOCH_STAMP) | $(BUILD)
 	@rm -rf $(INITRAMFS_GEN) && mkdir -p $(INITRAMFS_GEN)/etc $(INITRAMFS_GEN)/usr/share/doc/extrescue
@@ -16,7 +17,7 @@ $(STAMPS)/initramfs-gen: $(INITRAMFS_INPUTS) $(foreach n,linux busybox e2fsprogs
 	@touch $@
 
 $(INITRAMFS): $(INITRAMFS_DEPS) $(STAMPS)/initramfs-gen
-	@initramfs/gen-list $(TOP)/initramfs $(BUSYBOX_BIN) $(INITRAMFS_GEN) $(E2FSPROGS_ROOT) $(UTIL_LINUX_ROOT) > $(BUILD)/initramfs.list
+	@initramfs/gen-list $(TOP)/initramfs $(BUSYBOX_BIN) $(INITRAMFS_GEN) $(E2FSPROGS_ROOT) $(UTIL_LINUX_ROOT) $(SRC_ROOT) > $(BUILD)/initramfs.list
 	@$(GEN_INIT_CPIO) -t $(SOURCE_DATE_EPOCH) $(BUILD)/initramfs.list > $(BUILD)/initramfs.cpio
 	@zstd -q -f -19 -T1 $(BUILD)/initramfs.cpio -o $@
 	@echo "initramfs: $$(grep -c . $(BUILD)/initramfs.list) entries, $$(stat -c %s $@) bytes"

@@ -12,9 +12,7 @@ LINUX_MAKE = $(MAKE) -C $(LINUX_SRC) O=$(LINUX_OBJ) ARCH=x86_64 \
 	KBUILD_BUILD_HOST=extrescue KBUILD_BUILD_VERSION=1
 
 $(STAMPS)/linux-extracted: $(call pin_stamp,linux) | $(STAMPS)/host-deps $(BUILD)
-	@echo "linux: extracting $(LINUX_VERSION)"
-	@tarball=$(call fetch,linux); rm -rf $(LINUX_SRC) $(LINUX_OBJ) $(STAMPS)/linux-*; \
-	 mkdir -p $(LINUX_SRC) && tar -xf "$$tarball" -C $(LINUX_SRC) --strip-components=1
+	@scripts/extract linux $(LINUX_SRC) $(LINUX_OBJ)
 	@touch $@
 
 $(STAMPS)/linux-patched: $(STAMPS)/linux-extracted $(LINUX_PATCHES)

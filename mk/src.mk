@@ -16,3 +16,36 @@ $(SRC_OBJ)/test-fast-string: src/test-fast-string.c src/fast-string.c
 	@mkdir -p $(dir $@)
 	@$(CC) -O2 -Wall -Wextra -fno-builtin -Dmemcmp=xr_memcmp -Dstrncmp=xr_strncmp -c src/fast-string.c -o $@.o
 	@$(CC) -O2 -Wall -Wextra src/test-fast-string.c $@.o -o $@
+
+# extscan: static for the image, native for the host-side unit tests.
+EXTSCAN_SRC := src/extscan.c src/extsb.c src/extsb.h
+SRC_ROOT := $(BUILD)/src-root
+$(SRC_ROOT)/sbin/extscan: $(EXTSCAN_SRC) | $(STAMPS)/linux-headers
+	@mkdir -p $(dir $@)
+	@$(MUSL_CC) $(MUSL_CFLAGS) -static -o $@ src/extscan.c src/extsb.c
+	@strip --strip-all $@
+	@scripts/check-static src $@
+
+$(SRC_OBJ)/host/extscan: $(EXTSCAN_SRC)
+	@mkdir -p $(dir $@)
+	@$(CC) -O2 -Wall -Wextra -Werror -fsanitize=address,undefined -o $@ src/extscan.c src/extsb.c
+
+# Fuzzing needs clang's libFuzzer, installed on first use only.
+FUZZ_SECONDS ?= 60
+$(STAMPS)/host-deps-fuzz: configs/host-packages-fuzz | $(STAMPS)
+	@scripts/host-deps $<
+	@touch $@
+
+$(SRC_OBJ)/fuzz-extsb: src/fuzz-extsb.c src/extsb.c src/extsb.h | $(STAMPS)/host-deps-fuzz
+	@mkdir -p $(dir $@)
+	@clang -g -O1 -fsanitize=fuzzer,address,undefined -o $@ src/fuzz-extsb.c src/extsb.c
+
+.PHONY: fuzz
+fuzz: $(SRC_OBJ)/fuzz-extsb ## fuzz extscan's superblock parsing for FUZZ_SECONDS (default 60)
+	@mkdir -p $(SRC_OBJ)/fuzz-corpus
+	@tests/fuzz-seeds $(SRC_OBJ)/fuzz-corpus
+	@cd $(SRC_OBJ) && ./fuzz-extsb -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -print_final_stats=1 \
+	  fuzz-corpus 2>&1 | tee fuzz.log | grep -E '^(stat::number_of_executed_units|stat::peak_rss|==[0-9]+==ERROR|SUMMARY)' ; \
+	 status=$${PIPESTATUS[0]}; \
+	 echo "fuzz: $$(sed -n 's/^stat::number_of_executed_units: *//p' fuzz.log) executions in $(FUZZ_SECONDS) s, $$(ls crash-* 2>/dev/null | wc -l) crashes (log: $(SRC_OBJ)/fuzz.log)"; \
+	 exit $$status

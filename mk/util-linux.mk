@@ -15,9 +15,7 @@ UTIL_LINUX_CONFIGURE := CC="$(MUSL_CC)" CFLAGS="-O2 -ffunction-sections -fdata-s
 	--disable-makeinstall-chown --disable-makeinstall-setuid
 
 $(STAMPS)/util-linux-extracted: $(call pin_stamp,util-linux) | $(STAMPS)/host-deps $(BUILD)
-	@echo "util-linux: extracting $(UTIL_LINUX_VERSION)"
-	@tarball=$(call fetch,util-linux); rm -rf $(UTIL_LINUX_SRC) $(UTIL_LINUX_OBJ) $(STAMPS)/util-linux-*; \
-	 mkdir -p $(UTIL_LINUX_SRC) && tar -xf "$$tarball" -C $(UTIL_LINUX_SRC) --strip-components=1
+	@scripts/extract util-linux $(UTIL_LINUX_SRC) $(UTIL_LINUX_OBJ)
 	@touch $@
 
 $(STAMPS)/util-linux-built: $(STAMPS)/util-linux-extracted $(STAMPS)/linux-headers mk/util-linux.mk
