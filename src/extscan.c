@@ -5,7 +5,7 @@
  * superblock per device), each read in a child process with a time limit, so
  * a dying disk cannot hang it.
  *
- * usage: extscan [-v] [--json] [DEVICE...]
+ * usage: extscan [-v] [--json | --devices] [DEVICE...]
  */
 #include <dirent.h>
 #include <linux/fs.h>
@@ -25,7 +25,7 @@
 
 #define READ_TIMEOUT 5	/* seconds per device */
 
-static int verbose, json;
+static int verbose, json, list_only;
 static struct extsb_support kernel;
 
 struct result {
@@ -364,10 +364,13 @@ int main(int argc, char **argv)
 			verbose = 1;
 		} else if (!strcmp(argv[i], "--json")) {
 			json = 1;
+		} else if (!strcmp(argv[i], "--devices")) {
+			list_only = 1;
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf("usage: extscan [-v] [--json] [DEVICE...]\n"
+			printf("usage: extscan [-v] [--json | --devices] [DEVICE...]\n"
 			       "Lists ext2/3/4 filesystems on all block devices (or the ones named),\n"
-			       "their state, and whether this kernel can mount and e2fsck can check them.\n");
+			       "their state, and whether this kernel can mount and e2fsck can check them.\n"
+			       "--devices prints only the device of each volume (no external journals).\n");
 			return 0;
 		} else if (argv[i][0] == '-') {
 			fprintf(stderr, "extscan: unknown option '%s'; see extscan --help\n", argv[i]);
@@ -397,10 +400,15 @@ int main(int argc, char **argv)
 			snprintf(r[k].error, sizeof(r[k].error), "no ext2/3/4 filesystem");
 		}
 	}
-	if (json)
+	if (list_only) {
+		for (int k = 0; k < n; k++)
+			if (r[k].ok && strcmp(extsb_kind(&r[k].sb), "journal"))
+				printf("%s\n", r[k].dev);
+	} else if (json) {
 		print_json(r, n);
-	else
+	} else {
 		print_table(r, n);
+	}
 	free(r);
 	if (i >= argc) {
 		for (int k = 0; k < n; k++)
