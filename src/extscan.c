@@ -25,6 +25,13 @@
 
 #define READ_TIMEOUT 5	/* seconds per device */
 
+/* The primary superblock and where the first backup sits for 1, 2 and 4 KiB
+ * blocks (group 1 starts at block 8193, 16384 and 32768). */
+static const unsigned long long copies[] = {EXTSB_OFFSET, 8193ULL * 1024, 16384ULL * 2048,
+					    32768ULL * 4096};
+static const unsigned long long copy_block[] = {1, 8193, 16384, 32768};
+#define NCOPIES 4
+
 static int verbose, json, list_only;
 static struct extsb_support kernel;
 
@@ -33,6 +40,7 @@ struct result {
 	unsigned long long bytes;
 	int ok;			/* superblock parsed */
 	int not_ext;		/* readable, but not ext2/3/4: left out */
+	unsigned long long backup;	/* block of the backup used when the primary is damaged */
 	char error[96];		/* why it could not be read */
 	struct extsb sb;
 };
@@ -43,7 +51,7 @@ struct result {
 static ssize_t read_super(const char *path, uint8_t *buf, unsigned long long *bytes,
 			  char *err, size_t errsize)
 {
-	uint8_t msg[8 + EXTSB_SIZE];
+	uint8_t msg[8 + NCOPIES * EXTSB_SIZE];
 
 	int pfd[2], status;
 	pid_t pid;
@@ -72,6 +80,14 @@ static ssize_t read_super(const char *path, uint8_t *buf, unsigned long long *by
 		r = pread(fd, msg + 8, EXTSB_SIZE, EXTSB_OFFSET);
 		if (r < 0)
 			_exit(110 + (errno & 0x7f) % 100);
+		/* Backups only matter when the primary is whole but not valid. */
+		if (r == EXTSB_SIZE)
+			for (int c = 1; c < NCOPIES; c++)
+				if (copies[c] + EXTSB_SIZE > size ||
+				    pread(fd, msg + 8 + c * EXTSB_SIZE, EXTSB_SIZE, (off_t) copies[c]) != EXTSB_SIZE)
+					memset(msg + 8 + c * EXTSB_SIZE, 0, EXTSB_SIZE);
+		if (r == EXTSB_SIZE)
+			r = NCOPIES * EXTSB_SIZE;
 		if (write(pfd[1], msg, (size_t) r + 8) != r + 8)
 			_exit(2);
 		_exit(0);
@@ -128,7 +144,7 @@ static unsigned long long sysfs_bytes(const char *name)
 
 static void scan(const char *path, struct result *r)
 {
-	uint8_t buf[EXTSB_SIZE];
+	uint8_t buf[NCOPIES * EXTSB_SIZE];
 	const char *why;
 	ssize_t got;
 
@@ -142,13 +158,26 @@ static void scan(const char *path, struct result *r)
 		r->not_ext = 1;
 		return;
 	}
-	if (extsb_parse(buf, (size_t) got, &r->sb, &why) == 0) {
+	if (extsb_parse(buf, EXTSB_SIZE, &r->sb, &why) == 0) {
 		r->ok = 1;
-	} else if (strcmp(why, "no ext2/3/4 magic") == 0) {
-		r->not_ext = 1;
-	} else {
-		snprintf(r->error, sizeof(r->error), "damaged superblock: %s (try a backup: e2fsck -b 32768)", why);
+		return;
 	}
+	/* A damaged primary: a valid backup still identifies the volume. */
+	for (int c = 1; c < NCOPIES && got == NCOPIES * EXTSB_SIZE; c++) {
+		const char *bwhy;
+
+		/* Copy c is where group 1 starts with (1 KiB << (c - 1)) blocks. */
+		if (extsb_parse(buf + c * EXTSB_SIZE, EXTSB_SIZE, &r->sb, &bwhy) == 0 &&
+		    r->sb.log_block_size == (uint32_t) (c - 1)) {
+			r->ok = 1;
+			r->backup = copy_block[c];
+			return;
+		}
+	}
+	if (strcmp(why, "no ext2/3/4 magic") == 0)
+		r->not_ext = 1;
+	else
+		snprintf(r->error, sizeof(r->error), "damaged superblock: %s, and no valid backup", why);
 }
 
 /* Block devices worth a look: all of /sys/class/block but empty ones and RAM disks. */
@@ -242,6 +271,18 @@ static void size_text(unsigned long long b, char *out, size_t size)
 	snprintf(out, size, "%.1f%c", v, unit[i]);
 }
 
+/* The state, led by a damaged primary superblock when a backup stood in. */
+static void damaged_state(const struct result *r, char *out, size_t size)
+{
+	char st[128];
+
+	extsb_state(&r->sb, st, sizeof(st));
+	if (r->backup)
+		snprintf(out, size, "primary superblock damaged (backup at block %llu), %s", r->backup, st);
+	else
+		snprintf(out, size, "%s", st);
+}
+
 static const char *access_word(enum extsb_access a)
 {
 	return a == EXTSB_RW ? "rw" : a == EXTSB_RO ? "ro" : "no";
@@ -284,8 +325,9 @@ static void print_json(struct result *r, int n)
 		printf(", \"label\": ");
 		jstr(r[i].sb.label);
 		printf(", \"uuid\": \"%s\", \"kind\": \"%s\", \"state\": ", uuid, extsb_kind(&r[i].sb));
-		extsb_state(&r[i].sb, buf, sizeof(buf));
+		damaged_state(&r[i], buf, sizeof(buf));
 		jstr(buf);
+		printf(", \"backup_superblock\": %llu", r[i].backup);
 		a = extsb_access(&r[i].sb, &kernel, blk, sizeof(blk));
 		printf(", \"kernel_mount\": \"%s\", \"kernel_blocker\": ", access_word(a));
 		jstr(blk);
@@ -313,7 +355,7 @@ static void print_table(struct result *r, int n)
 	       "KIND", "LABEL", "UUID", "STATE", "MOUNT", "E2FSCK", "LAST MOUNTED", "MOUNTS",
 	       "CHECKED");
 	for (int i = 0; i < n; i++) {
-		char size[16], state[128], kb[96], fb[96], uuid[40], mt[20], ck[20], lm[100], mounts[24];
+		char size[16], state[256], kb[96], fb[96], uuid[40], mt[20], ck[20], lm[100], mounts[24];
 		enum extsb_access ka, fa;
 
 		if (r[i].not_ext)
@@ -324,7 +366,7 @@ static void print_table(struct result *r, int n)
 			printf("%-16s %7s could not read: %s\n", r[i].dev, size, r[i].error);
 			continue;
 		}
-		extsb_state(&r[i].sb, state, sizeof(state));
+		damaged_state(&r[i], state, sizeof(state));
 		ka = extsb_access(&r[i].sb, &kernel, kb, sizeof(kb));
 		fa = extsb_access(&r[i].sb, &extsb_e2fsck, fb, sizeof(fb));
 		uuid_text(r[i].sb.uuid, uuid);
