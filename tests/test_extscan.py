@@ -87,7 +87,8 @@ def test_bad_input_is_reported_not_fatal(tmp_path):
     data[1024 + 0x38:1024 + 0x3a] = b"\x53\xef"
     data[1024 + 0x18:1024 + 0x1c] = b"\x40\x00\x00\x00"
     garbage.write_bytes(bytes(data))
-    counts = image(tmp_path, "counts")
+    # One block group (4 MiB of 4 KiB blocks): no backup to fall back on.
+    counts = image(tmp_path, "counts", options=["-b", "4096"], size="4M")
     with open(counts, "r+b") as f:
         f.seek(1024 + 0x10)
         f.write(b"\xff\xff\xff\xff")
@@ -95,8 +96,19 @@ def test_bad_input_is_reported_not_fatal(tmp_path):
     assert [("error" in v) for v in res] == [True] * 4, res
     assert "no ext2/3/4" in res[0]["error"]
     assert "absurd block size" in res[1]["error"]
-    assert "absurd inode or block counts" in res[2]["error"]
+    assert "absurd inode or block counts, and no valid backup" in res[2]["error"]
     assert "cannot open" in res[3]["error"]
+
+
+def test_damaged_primary_uses_backup(tmp_path):
+    img = image(tmp_path, "backup", size="64M")
+    with open(img, "r+b") as f:
+        f.seek(1024)
+        f.write(b"\0" * 1024)
+    v = scan(img)[0]
+    assert v["backup_superblock"] == 8193 and v["label"] == "backup", v
+    assert v["state"].startswith("primary superblock damaged (backup at block 8193)"), v
+    assert host([EXTSCAN, "--devices", str(img)]).stdout.strip() == str(img)
 
 
 def test_boot_reports_and_writes_nothing(guest, tmp_path):
