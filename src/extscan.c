@@ -36,7 +36,7 @@ static int verbose, json, list_only;
 static struct extsb_support kernel;
 
 struct result {
-	char dev[64];
+	char dev[512];
 	unsigned long long bytes;
 	int ok;			/* superblock parsed */
 	int not_ext;		/* readable, but not ext2/3/4: left out */
