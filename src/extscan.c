@@ -412,7 +412,8 @@ int main(int argc, char **argv)
 			printf("usage: extscan [-v] [--json | --devices] [DEVICE...]\n"
 			       "Lists ext2/3/4 filesystems on all block devices (or the ones named),\n"
 			       "their state, and whether this kernel can mount and e2fsck can check them.\n"
-			       "--devices prints only the device of each volume (no external journals).\n");
+			       "--devices prints only the device of each volume (no external journals),\n"
+			       "followed by the backup superblock and block size when the primary is damaged.\n");
 			return 0;
 		} else if (argv[i][0] == '-') {
 			fprintf(stderr, "extscan: unknown option '%s'; see extscan --help\n", argv[i]);
@@ -443,9 +444,15 @@ int main(int argc, char **argv)
 		}
 	}
 	if (list_only) {
-		for (int k = 0; k < n; k++)
-			if (r[k].ok && strcmp(extsb_kind(&r[k].sb), "journal"))
+		for (int k = 0; k < n; k++) {
+			if (!r[k].ok || !strcmp(extsb_kind(&r[k].sb), "journal"))
+				continue;
+			/* A damaged primary: e2fsck needs -b BLOCK -B SIZE to start. */
+			if (r[k].backup)
+				printf("%s %llu %u\n", r[k].dev, r[k].backup, 1024U << r[k].sb.log_block_size);
+			else
 				printf("%s\n", r[k].dev);
+		}
 	} else if (json) {
 		print_json(r, n);
 	} else {
