@@ -108,7 +108,7 @@ def test_damaged_primary_uses_backup(tmp_path):
     v = scan(img)[0]
     assert v["backup_superblock"] == 8193 and v["label"] == "backup", v
     assert v["state"].startswith("primary superblock damaged (backup at block 8193)"), v
-    assert host([EXTSCAN, "--devices", str(img)]).stdout.strip() == str(img)
+    assert host([EXTSCAN, "--devices", str(img)]).stdout.strip() == f"{img} 8193 1024"
 
 
 def test_boot_reports_and_writes_nothing(guest, tmp_path):
