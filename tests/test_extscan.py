@@ -137,3 +137,25 @@ def test_boot_reports_and_writes_nothing(guest, tmp_path):
     assert g.poweroff() == 0
     g.assert_no_fatal()
     assert [sha256_file(d) for d in disks] == before, "the default boot wrote to a disk"
+
+
+def test_partitions_mbr_and_gpt(guest, tmp_path):
+    """Volumes inside MBR and GPT partitions are found under their partition names."""
+    found = {}
+    for table, img in (("dos", tmp_path / "mbr.img"), ("gpt", tmp_path / "gpt.img")):
+        subprocess.run(["truncate", "-s", "96M", str(img)], check=True)
+        # The image's own sfdisk (static) does the partitioning on the host.
+        subprocess.run([os.path.join(OUT, "build", "util-linux-root", "sbin", "sfdisk"), "-q", str(img)], input=f"label: {table}\n2048,65536,L\n67584,,L\n",
+                       text=True, check=True)
+        for n, (start, sectors) in enumerate(((2048, 65536), (67584, 196608 - 67584 - 2048)), 1):
+            subprocess.run(["mke2fs", "-q", "-F", "-t", "ext4", "-L", f"{table}{n}",
+                            "-E", f"offset={start * 512}", str(img), f"{sectors // 2}k"], check=True)
+    before = [sha256_file(str(tmp_path / n)) for n in ("mbr.img", "gpt.img")]
+    g = guest("extscan-partitions", ["--direct", "--disk", f"{tmp_path / 'mbr.img'},if=virtio-blk",
+                                     "--disk", f"{tmp_path / 'gpt.img'},if=ahci"])
+    g.wait_shell()
+    for v in json.loads(g.check("extscan --json")):
+        found[v["device"]] = v.get("label")
+    assert g.poweroff() == 0
+    assert found == {"/dev/vda1": "dos1", "/dev/vda2": "dos2", "/dev/sda1": "gpt1", "/dev/sda2": "gpt2"}, found
+    assert [sha256_file(str(tmp_path / n)) for n in ("mbr.img", "gpt.img")] == before
