@@ -43,6 +43,8 @@ def test_legacy_fstab_mounts_read_only_and_chroots(guest, tmp_path):
         args += ["--disk", f"{d},if=virtio-blk,rw"]
     g = guest("rescue-mount", args)
     g.wait_shell()
+    status, out = g.run("rescue-mount")
+    assert status == 2 and "xrroot" in out and "xrdata" in out, out
     out = g.check("rescue-mount LABEL=xrroot")
     assert "skipped: device not found" in out and "/gone" in out, out
     mounts = g.check("cat /proc/mounts")
