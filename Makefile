@@ -29,8 +29,6 @@ ISO := $(OUT)/extrescue-$(VERSION)-x86_64.iso
 # Fields of a pin in configs/sources.lock: $(call pin,NAME,FIELD)
 # FIELD: 5 = Debian version, 6 = file, 7 = sha256.
 pin = $(shell awk '$$1 == "$(1)" {print $$$(2)}' $(TOP)/configs/sources.lock)
-# Fetch (and verify) a pinned input; expands to its path in the cache.
-fetch = $$($(TOP)/scripts/fetch $(1))
 
 $(STAMPS) $(BUILD):
 	@mkdir -p $@

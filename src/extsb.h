@@ -9,7 +9,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define EXTSB_OFFSET 1024	/* the primary superblock's place on the device */
 #define EXTSB_SIZE 1024
 
 struct extsb {

@@ -25,12 +25,13 @@
 
 #define READ_TIMEOUT 5	/* seconds per device */
 
-/* The primary superblock and where the first backup sits for 1, 2 and 4 KiB
- * blocks (group 1 starts at block 8193, 16384 and 32768). */
-static const unsigned long long copies[] = {EXTSB_OFFSET, 8193ULL * 1024, 16384ULL * 2048,
-					    32768ULL * 4096};
-static const unsigned long long copy_block[] = {1, 8193, 16384, 32768};
+/* The primary superblock (block 1 of 1 KiB), then where the first backup
+ * sits with 1, 2 and 4 KiB blocks: group 1 starts at block 8193, 16384, 32768. */
+static const struct { unsigned long long block; unsigned int log_block_size; } copies[] = {
+	{1, 0}, {8193, 0}, {16384, 1}, {32768, 2},
+};
 #define NCOPIES 4
+#define COPY_OFFSET(c) (copies[c].block << (10 + copies[c].log_block_size))
 
 static int verbose, json, list_only;
 static struct extsb_support kernel;
@@ -77,14 +78,14 @@ static ssize_t read_super(const char *path, uint8_t *buf, unsigned long long *by
 		else if (ioctl(fd, BLKGETSIZE64, &size) != 0)
 			size = 0;
 		memcpy(msg, &size, 8);
-		r = pread(fd, msg + 8, EXTSB_SIZE, EXTSB_OFFSET);
+		r = pread(fd, msg + 8, EXTSB_SIZE, (off_t) COPY_OFFSET(0));
 		if (r < 0)
 			_exit(110 + (errno & 0x7f) % 100);
 		/* Backups only matter when the primary is whole but not valid. */
 		if (r == EXTSB_SIZE)
 			for (int c = 1; c < NCOPIES; c++)
-				if (copies[c] + EXTSB_SIZE > size ||
-				    pread(fd, msg + 8 + c * EXTSB_SIZE, EXTSB_SIZE, (off_t) copies[c]) != EXTSB_SIZE)
+				if (COPY_OFFSET(c) + EXTSB_SIZE > size ||
+				    pread(fd, msg + 8 + c * EXTSB_SIZE, EXTSB_SIZE, (off_t) COPY_OFFSET(c)) != EXTSB_SIZE)
 					memset(msg + 8 + c * EXTSB_SIZE, 0, EXTSB_SIZE);
 		if (r == EXTSB_SIZE)
 			r = NCOPIES * EXTSB_SIZE;
@@ -166,11 +167,11 @@ static void scan(const char *path, struct result *r)
 	for (int c = 1; c < NCOPIES && got == NCOPIES * EXTSB_SIZE; c++) {
 		const char *bwhy;
 
-		/* Copy c is where group 1 starts with (1 KiB << (c - 1)) blocks. */
+		/* A copy counts only if its block size puts it where it was found. */
 		if (extsb_parse(buf + c * EXTSB_SIZE, EXTSB_SIZE, &r->sb, &bwhy) == 0 &&
-		    r->sb.log_block_size == (uint32_t) (c - 1)) {
+		    r->sb.log_block_size == copies[c].log_block_size) {
 			r->ok = 1;
-			r->backup = copy_block[c];
+			r->backup = copies[c].block;
 			return;
 		}
 	}

@@ -115,6 +115,19 @@ class Guest:
                 raise GuestError(f"{self.name}: serial log has '{m.group(0)}'; see {self.log_path}")
 
 
+def run_to_poweroff(guest, name, disks, params, mem=1024, timeout=180):
+    """Boots with DISKS (virtio, writable) and the kernel parameters PARAMS plus
+    rescue.after=poweroff; waits for the power-off; returns the serial log."""
+    args = ["--direct", "--mem", str(mem), "--append",
+            f"console=ttyS0,115200n8 {params} rescue.after=poweroff"]
+    for d in disks:
+        args += ["--disk", f"{d},if=virtio-blk,rw"]
+    g = guest(name, args, boot_timeout=timeout)
+    g.expect([pexpect.EOF], scaled(timeout), "the unattended run to power off")
+    g.assert_no_fatal()
+    return g.serial_log()
+
+
 def host(cmd, **kw):
     """Runs a host command; returns CompletedProcess with text output."""
     return subprocess.run(cmd, capture_output=True, text=True, **kw)

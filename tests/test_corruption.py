@@ -6,10 +6,9 @@ import re
 import subprocess
 
 import pexpect
-import pytest
 
 from disks import cat, make_fs, tree
-from harness import host, scaled
+from harness import host, run_to_poweroff, scaled
 
 
 def debugfs(img, *cmds, write=True):
@@ -107,14 +106,8 @@ def test_corruption_matrix(guest, tmp_path):
                 f"{name}: the damage did not show"
             cases.append((name, img, lost))
 
-    args = ["--direct", "--mem", "2048", "--append",
-            "console=ttyS0,115200n8 rescue.fsck=repair rescue.after=poweroff"]
-    for _, img, _ in cases:
-        args += ["--disk", f"{img},if=virtio-blk,rw"]
-    g = guest("corruption-matrix", args, boot_timeout=300)
-    g.expect([pexpect.EOF], scaled(600), "the unattended repair to power off")
-    g.assert_no_fatal()
-    log = g.serial_log()
+    log = run_to_poweroff(guest, "corruption-matrix", [img for _, img, _ in cases],
+                          "rescue.fsck=repair", mem=2048, timeout=600)
     assert "rescue-fsck repair: summary" in log, log[-3000:]
 
     failures = []
@@ -147,7 +140,7 @@ def test_journal_replay(guest, tmp_path):
     assert "needs_recovery" in host(["dumpe2fs", "-h", img]).stdout
     expected = subprocess.run(["seq", "100000"], capture_output=True).stdout
 
-    log = run_repair(guest, img)
+    log = run_to_poweroff(guest, "journal-repair", [img], "rescue.fsck=repair")
     assert "/dev/vda" in log.split("rescue-fsck repair: summary")[1]
     r = host(["e2fsck", "-fn", img])
     assert r.returncode == 0, r.stdout
@@ -155,10 +148,3 @@ def test_journal_replay(guest, tmp_path):
     for i in range(1, 6):
         assert cat(img, f"/f{i}") == expected, f"/f{i} lost in the replay"
 
-
-def run_repair(guest, img):
-    g = guest("journal-repair", ["--direct", "--disk", f"{img},if=virtio-blk,rw", "--append",
-                                 "console=ttyS0,115200n8 rescue.fsck=repair rescue.after=poweroff"])
-    g.expect([pexpect.EOF], scaled(180), "the unattended repair to power off")
-    g.assert_no_fatal()
-    return g.serial_log()

@@ -2,10 +2,8 @@
 import shutil
 import subprocess
 
-import pexpect
-
 from disks import cat, fsck_clean, make_fs, sha256_file, tree
-from harness import host, scaled
+from harness import host, run_to_poweroff
 
 
 def damaged(tmp_path, name):
@@ -18,16 +16,6 @@ def damaged(tmp_path, name):
     subprocess.run(["debugfs", "-w", "-R", "clri /dir1/file005", img], check=True, capture_output=True)
     assert host(["e2fsck", "-fn", img]).returncode == 4
     return img
-
-
-def run_to_poweroff(guest, name, disks, params):
-    args = ["--direct", "--append", f"console=ttyS0,115200n8 {params} rescue.after=poweroff"]
-    for d in disks:
-        args += ["--disk", f"{d},if=virtio-blk,rw"]
-    g = guest(name, args)
-    g.expect([pexpect.EOF], scaled(180), "the unattended run to power off")
-    g.assert_no_fatal()
-    return g.serial_log()
 
 
 def test_check_reports_and_writes_nothing(guest, tmp_path):
