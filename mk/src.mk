@@ -26,6 +26,20 @@ $(SRC_ROOT)/sbin/extscan: $(EXTSCAN_SRC) | $(STAMPS)/linux-headers
 	@strip --strip-all $@
 	@scripts/check-static src $@
 
+# iobench: static for the image; the same source builds for the host so a
+# loop device there gives the side-by-side table.
+IOBENCH_SRC := src/iobench.c src/iobench-dev.c src/iobench-work.c src/iobench-report.c src/md5.c
+IOBENCH_DEPS := $(IOBENCH_SRC) $(wildcard src/iobench*.h) src/md5.h
+$(SRC_ROOT)/sbin/iobench: $(IOBENCH_DEPS) | $(STAMPS)/linux-headers
+	@mkdir -p $(dir $@)
+	@$(MUSL_CC) $(MUSL_CFLAGS) -static -o $@ $(IOBENCH_SRC)
+	@strip --strip-all $@
+	@scripts/check-static src $@
+
+$(SRC_OBJ)/host/iobench: $(IOBENCH_DEPS)
+	@mkdir -p $(dir $@)
+	@$(CC) -O2 -Wall -Wextra -Werror -o $@ $(IOBENCH_SRC)
+
 $(SRC_OBJ)/host/extscan: $(EXTSCAN_SRC)
 	@mkdir -p $(dir $@)
 	@$(CC) -O2 -Wall -Wextra -Werror -fsanitize=address,undefined -o $@ src/extscan.c src/extsb.c
