@@ -54,6 +54,10 @@ include mk/busybox.mk
 include mk/src.mk
 include mk/e2fsprogs.mk
 include mk/util-linux.mk
+include mk/storage-libs.mk
+include mk/mdadm.mk
+include mk/lvm2.mk
+include mk/cryptsetup.mk
 include mk/initramfs.mk
 include mk/iso.mk
 include mk/test.mk
