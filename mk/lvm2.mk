@@ -11,7 +11,7 @@ LVM2_LINKS := pvs vgs lvs pvscan vgscan lvscan pvdisplay vgdisplay lvdisplay vgc
 	vgck pvck vgcfgbackup vgcfgrestore vgimport vgexport vgmknodes vgrename lvrename pvchange \
 	pvcreate pvremove pvresize vgcreate vgremove vgextend vgreduce lvcreate lvremove lvextend \
 	lvreduce lvresize lvconvert
-LVM2_CONFIGURE := CC="$(MUSL_CC)" CFLAGS="$(STORAGE_CFLAGS)" LDFLAGS="$(STORAGE_LDFLAGS)" $(SYSROOT_ENV) \
+LVM2_CONFIGURE := env CC="$(MUSL_CC)" CFLAGS="$(STORAGE_CFLAGS)" LDFLAGS="$(STORAGE_LDFLAGS)" $(SYSROOT_ENV) \
 	./configure --enable-static_link --disable-readline --disable-selinux --without-systemd \
 	--without-udev --without-blkid --disable-blkid_wiping --disable-systemd-journal \
 	--disable-app-machineid --disable-sd-notify --disable-use-lvmlockd --disable-use-lvmpolld \
@@ -23,7 +23,7 @@ $(STAMPS)/lvm2-built: $(call pin_stamp,lvm2) $(LVM2_PATCHES) $(STAMPS)/libaio-bu
 	@echo "lvm2: building lvm and dmsetup (static, musl)"
 	@cd $(LVM2_SRC) && $(TOP)/scripts/logged lvm2 configure $(LVM2_SRC)/configure.log $(LVM2_CONFIGURE)
 	@scripts/logged lvm2 build $(LVM2_SRC)/build.log $(MAKE) -C $(LVM2_SRC) -j$(JOBS) $(SYSROOT_ENV) \
-	  device-mapper tools
+	  all
 	@cp $(LVM2_SRC)/libdm/ioctl/libdevmapper.a $(SYSROOT)/lib/ && cp $(LVM2_SRC)/libdm/libdevmapper.h $(SYSROOT)/include/
 	@printf 'Name: devmapper\nDescription: lvm2 libdevmapper\nVersion: %s\nCflags: -I%s/include\nLibs: -L%s/lib -ldevmapper\nLibs.private: -lm -lpthread\n' \
 	  '$(LVM2_VERSION)' '$(SYSROOT)' '$(SYSROOT)' > $(SYSROOT_PC)/devmapper.pc

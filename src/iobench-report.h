@@ -17,6 +17,7 @@ struct config {
 	const char *fstype;
 	const char *mount_opts;
 	int ext_journal;
+	int direct;		/* the raw device with O_DIRECT */
 };
 
 struct options {

@@ -124,7 +124,7 @@ int work_seq_write(const char *path, int raw, uint64_t size, uint32_t bs, struct
 	memset(r, 0, sizeof(*r));
 	pattern();
 	double t0 = now();
-	int fd = open_target(path, raw, 0);
+	int fd = open_target(path, raw, raw == TARGET_RAW_DIRECT ? O_DIRECT : 0);
 	if (fd < 0)
 		return fail("open %s", path);
 	if (fill(fd, size, bs, NULL) < 0 || fsync(fd) < 0) {
@@ -243,7 +243,7 @@ int work_read_md5(const char *path, int raw, uint64_t size, struct work_result *
 		return fail("memory");
 	md5_init(&got);
 	double t0 = now();
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | (raw == TARGET_RAW_DIRECT ? O_DIRECT : 0));
 	if (fd < 0)
 		return free(buf), fail("open %s", path);
 	for (uint64_t off = 0; off < size;) {

@@ -17,6 +17,11 @@ struct work_result {
 	int md5_ok;		/* ... and whether it equals what was written */
 };
 
+/* What RAW means in the calls below: a file on a mounted filesystem, the
+ * block device through the page cache (as dd writes it), or the block device
+ * with O_DIRECT (the device's own speed; sizes must be multiples of 4 KiB). */
+enum { TARGET_FILE, TARGET_RAW, TARGET_RAW_DIRECT };
+
 extern volatile sig_atomic_t work_stop;
 extern char work_error[512];
 
