@@ -181,6 +181,27 @@ static void scan(const char *path, struct result *r)
 		snprintf(r->error, sizeof(r->error), "damaged superblock: %s, and no valid backup", why);
 }
 
+/* /dev/NAME, or for device-mapper the /dev/mapper/ name LVM and cryptsetup
+ * gave it (what an fstab or crypttab names). */
+static char *dm_path(const char *name)
+{
+	char path[300], dm[200] = "";
+	struct stat st;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/block/%s/dm/name", name);
+	if (!strncmp(name, "dm-", 3) && (f = fopen(path, "r"))) {
+		if (fgets(dm, sizeof(dm), f))
+			dm[strcspn(dm, "\n")] = 0;
+		fclose(f);
+		snprintf(path, sizeof(path), "/dev/mapper/%s", dm);
+		if (dm[0] && stat(path, &st) == 0 && S_ISBLK(st.st_mode))
+			return strdup(path);
+	}
+	snprintf(path, sizeof(path), "/dev/%s", name);
+	return strdup(path);
+}
+
 /* Block devices worth a look: all of /sys/class/block but empty ones and RAM disks. */
 static int list_devices(char ***out)
 {
@@ -202,10 +223,10 @@ static int list_devices(char ***out)
 		if (!nv)
 			break;
 		v = nv;
-		v[n] = malloc(strlen(e->d_name) + 6);
+		v[n] = dm_path(e->d_name);
 		if (!v[n])
 			break;
-		sprintf(v[n++], "/dev/%s", e->d_name);
+		n++;
 	}
 	closedir(d);
 	*out = v;
@@ -350,9 +371,14 @@ static void print_json(struct result *r, int n)
 
 static void print_table(struct result *r, int n)
 {
-	int shown = 0;
+	int shown = 0, w = 16;
 
-	printf("%-16s %7s %-12s %-16s %-36s %-24s %-6s %-7s %-30s %-7s %s\n", "DEVICE", "SIZE",
+	/* /dev/mapper/luks-<uuid> is long; the column grows to fit. */
+	for (int i = 0; i < n; i++)
+		if (!r[i].not_ext && (int)strlen(r[i].dev) > w)
+			w = strlen(r[i].dev);
+
+	printf("%-*s %7s %-12s %-16s %-36s %-24s %-6s %-7s %-30s %-7s %s\n", w, "DEVICE", "SIZE",
 	       "KIND", "LABEL", "UUID", "STATE", "MOUNT", "E2FSCK", "LAST MOUNTED", "MOUNTS",
 	       "CHECKED");
 	for (int i = 0; i < n; i++) {
@@ -364,7 +390,7 @@ static void print_table(struct result *r, int n)
 		shown++;
 		size_text(r[i].bytes, size, sizeof(size));
 		if (!r[i].ok) {
-			printf("%-16s %7s could not read: %s\n", r[i].dev, size, r[i].error);
+			printf("%-*s %7s could not read: %s\n", w, r[i].dev, size, r[i].error);
 			continue;
 		}
 		damaged_state(&r[i], state, sizeof(state));
@@ -378,18 +404,18 @@ static void print_table(struct result *r, int n)
 			snprintf(mounts, sizeof(mounts), "%u/%d", r[i].sb.mnt_count, r[i].sb.max_mnt_count);
 		else
 			snprintf(mounts, sizeof(mounts), "%u", r[i].sb.mnt_count);
-		printf("%-16s %7s %-12s %-16s %-36s %-24s %-6s %-7s %-30s %-7s %s\n", r[i].dev, size,
+		printf("%-*s %7s %-12s %-16s %-36s %-24s %-6s %-7s %-30s %-7s %s\n", w, r[i].dev, size,
 		       extsb_kind(&r[i].sb), r[i].sb.label[0] ? r[i].sb.label : "-", uuid, state,
 		       access_word(ka), fa == EXTSB_NONE ? "no" : "yes", lm, mounts, ck);
 		if (ka != EXTSB_RW)
-			printf("%-16s   mount: %s: %s\n", "", ka == EXTSB_RO ? "read-only only" : "cannot mount", kb);
+			printf("%-*s   mount: %s: %s\n", w, "", ka == EXTSB_RO ? "read-only only" : "cannot mount", kb);
 		if (fa == EXTSB_NONE)
-			printf("%-16s   e2fsck: cannot check: %s\n", "", fb);
+			printf("%-*s   e2fsck: cannot check: %s\n", w, "", fb);
 		if (verbose) {
 			char feats[1024];
 
 			extsb_features(&r[i].sb, feats, sizeof(feats));
-			printf("%-16s   features: %s\n", "", feats);
+			printf("%-*s   features: %s\n", w, "", feats);
 		}
 	}
 	if (!shown)
