@@ -233,3 +233,30 @@ def test_boot_parameters_assemble_then_check(guest, prepared, tmp_path):
     assert any("/dev/md" in line and "clean" in line for line in checked), checked
     changed = [os.path.basename(i) for i in before if sha256_file(i) != before[i]]
     assert not changed, f"rescue.assemble=ro with rescue.fsck=check wrote to {changed}"
+
+
+def test_rescue_mount_follows_fstab_into_lvm_md_and_luks(guest, prepared, tmp_path):
+    root_tree = tmp_path / "root"
+    for d in ("etc", "lv", "r5", "secret"):
+        (root_tree / d).mkdir(parents=True)
+    (root_tree / "etc" / "fstab").write_text(
+        "LABEL=xrroot            /        ext4  defaults  0 1\n"
+        "/dev/xrvg/data          /lv      ext4  defaults  0 2\n"
+        "/dev/md/r5              /r5      ext4  defaults  0 2\n"
+        "LABEL=xrxrluks          /secret  ext4  defaults  0 2\n")
+    root = str(tmp_path / "root.img")
+    make_fs(root, "16M", label="xrroot", populate=str(root_tree))
+    images = copies(prepared, tmp_path, ["lv", "r5a", "r5b", "r5c", "luks"]) + [root]
+    before = {i: sha256_file(i) for i in images}
+    g = boot(guest, "assemble-rescue-mount", images)
+    g.check(f"printf '%s\\n' '{PASS}' | rescue-assemble --quiet", timeout=300)
+    g.check("rescue-mount LABEL=xrroot", timeout=120)
+    mounts = g.check("cat /proc/mounts")
+    for point in ("/mnt/root/lv", "/mnt/root/r5", "/mnt/root/secret"):
+        assert re.search(rf"^\S+ {point} ext4 ro[,\s]", mounts, re.M), f"{point} not mounted read-only: {mounts}"
+    for point in ("lv", "r5", "secret"):
+        g.check(f"(cd /mnt/root/{point} && sha256sum -c -s SHA256SUMS)")
+    g.check("rescue-mount --umount && rescue-assemble --stop")
+    g.poweroff()
+    changed = [os.path.basename(i) for i in images if sha256_file(i) != before[i]]
+    assert not changed, f"the read-only session wrote to {changed}"
