@@ -5,7 +5,7 @@ PYTEST := /usr/bin/python3 -m pytest
 EXTRESCUE_TIMEOUT_SCALE ?= 1
 export EXTRESCUE_TIMEOUT_SCALE
 
-.PHONY: test test-build test-boot run bench bench-fsck bench-kernel bench-io repro-check
+.PHONY: test test-build test-boot run bench bench-fsck bench-kernel bench-io bench-assemble repro-check
 test: $(ISO) ## run the whole test suite (boots, controllers, e2fsprogs suite, build checks)
 	@$(PYTEST) -q -p no:cacheprovider tests/
 
@@ -30,6 +30,10 @@ bench-kernel: $(ISO) ## bzImage size, option count, build time, seconds to each 
 bench-io: $(ISO) $(SRC_OBJ)/host/iobench ## iobench's matrix in the image (TCG) and on a host loop device, side by side
 	@mkdir -p $(OUT)/bench
 	@tests/bench-io $(BENCH_IO_ARGS)
+
+bench-assemble: $(ISO) ## storage tool sizes; seconds to the RAID1+LVM+LUKS2 stack assembled and checked (TCG)
+	@mkdir -p $(OUT)/bench
+	@tests/bench-assemble 3
 
 # Two clean builds from the same commit must give the same ISO, byte for byte.
 repro-check: | $(STAMPS)/host-deps ## build twice from clean and compare the ISO's sha256
