@@ -8,6 +8,7 @@ from disks import make_fs, tree
 from harness import Guest
 
 PASS = "xr-correct-horse"
+LUKS_UUID = "5e1f7a3c-0b6d-4c2e-9a8f-3d2b1c0e9f47"   # of the plain LUKS2 volume, for crypttab tests
 # Small argon2 costs: TCG is slow and the guest has little memory.
 LUKS_FORMAT = ("cryptsetup luksFormat --batch-mode --type luks2 --pbkdf argon2id --pbkdf-memory 32768 "
                "--pbkdf-force-iterations 4 --pbkdf-parallel 1 --key-file=-")
@@ -60,7 +61,7 @@ def prepare(folder):
         g.check(f"lvm pvcreate -q {dev('lv')} && lvm vgcreate -q xrvg {dev('lv')} && "
                 f"lvm lvcreate -q -l 100%FREE -n data xrvg")
         fill(g, "/dev/xrvg/data")
-        g.check(f"printf %s '{PASS}' | {LUKS_FORMAT} {dev('luks')} && "
+        g.check(f"printf %s '{PASS}' | {LUKS_FORMAT} --uuid={LUKS_UUID} {dev('luks')} && "
                 f"printf %s '{PASS}' | cryptsetup open --key-file=- {dev('luks')} xrluks", timeout=180)
         fill(g, "/dev/mapper/xrluks")
         # The usual stack: LUKS on LVM on RAID1.

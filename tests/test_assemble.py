@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from disks import make_fs, sha256_file
-from stacks import NAMES, PASS, prepare
+from stacks import LUKS_UUID, NAMES, PASS, prepare
 
 
 def boot(guest, name, images, mem=768):
@@ -163,14 +163,18 @@ def test_rescue_mount_follows_fstab_into_lvm_md_and_luks(guest, prepared, tmp_pa
         "LABEL=xrroot            /        ext4  defaults  0 1\n"
         "/dev/xrvg/data          /lv      ext4  defaults  0 2\n"
         "/dev/md/r5              /r5      ext4  defaults  0 2\n"
-        "LABEL=xrxrluks          /secret  ext4  defaults  0 2\n")
+        "/dev/mapper/secret_crypt /secret ext4  defaults  0 2\n")
+    (root_tree / "etc" / "crypttab").write_text(
+        f"# a separately encrypted volume, as installers write it\n"
+        f"secret_crypt /dev/disk/by-uuid/{LUKS_UUID} none luks,discard\n")
     root = str(tmp_path / "root.img")
     make_fs(root, "16M", label="xrroot", populate=str(root_tree))
     images = copies(prepared, tmp_path, ["lv", "r5a", "r5b", "r5c", "luks"]) + [root]
     before = {i: sha256_file(i) for i in images}
     g = boot(guest, "assemble-rescue-mount", images)
     g.check(f"printf '%s\\n' '{PASS}' | rescue-assemble --quiet", timeout=300)
-    g.check("rescue-mount LABEL=xrroot", timeout=120)
+    out = g.check("rescue-mount LABEL=xrroot", timeout=120)
+    assert f"/dev/mapper/luks-{LUKS_UUID} renamed secret_crypt" in out, out
     mounts = g.check("cat /proc/mounts")
     for point in ("/mnt/root/lv", "/mnt/root/r5", "/mnt/root/secret"):
         assert re.search(rf"^\S+ {point} ext4 ro[,\s]", mounts, re.M), f"{point} not mounted read-only: {mounts}"
