@@ -9,6 +9,7 @@ from harness import Guest
 
 PASS = "xr-correct-horse"
 LUKS_UUID = "5e1f7a3c-0b6d-4c2e-9a8f-3d2b1c0e9f47"   # of the plain LUKS2 volume, for crypttab tests
+R5_UUID = "3f1c9a27:5b8e4d60:a2c7e913:0d4b6f85"       # of the RAID5 array, for mdadm.conf tests
 # Small argon2 costs: TCG is slow and the guest has little memory.
 LUKS_FORMAT = ("cryptsetup luksFormat --batch-mode --type luks2 --pbkdf argon2id --pbkdf-memory 32768 "
                "--pbkdf-force-iterations 4 --pbkdf-parallel 1 --key-file=-")
@@ -56,7 +57,7 @@ def prepare(folder):
         md = "mdadm --create --run --assume-clean --metadata=1.2"
         g.check(f"{md} /dev/md/r1 --name=r1 --level=1 --raid-devices=2 {dev('r1a')} {dev('r1b')}")
         fill(g, "/dev/md/r1")
-        g.check(f"{md} /dev/md/r5 --name=r5 --level=5 --raid-devices=3 {dev('r5a')} {dev('r5b')} {dev('r5c')}")
+        g.check(f"{md} /dev/md/r5 --name=r5 --uuid={R5_UUID} --level=5 --raid-devices=3 {dev('r5a')} {dev('r5b')} {dev('r5c')}")
         fill(g, "/dev/md/r5")
         g.check(f"lvm pvcreate -q {dev('lv')} && lvm vgcreate -q xrvg {dev('lv')} && "
                 f"lvm lvcreate -q -l 100%FREE -n data xrvg")

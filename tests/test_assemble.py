@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from disks import make_fs, sha256_file
-from stacks import LUKS_UUID, NAMES, PASS, prepare
+from stacks import LUKS_UUID, NAMES, PASS, R5_UUID, prepare
 
 
 def boot(guest, name, images, mem=768):
@@ -157,13 +157,15 @@ def test_boot_parameters_assemble_then_check(guest, prepared, tmp_path):
 
 def test_rescue_mount_follows_fstab_into_lvm_md_and_luks(guest, prepared, tmp_path):
     root_tree = tmp_path / "root"
-    for d in ("etc", "lv", "r5", "secret"):
+    for d in ("etc/mdadm", "lv", "r5", "secret"):
         (root_tree / d).mkdir(parents=True)
     (root_tree / "etc" / "fstab").write_text(
         "LABEL=xrroot            /        ext4  defaults  0 1\n"
         "/dev/xrvg/data          /lv      ext4  defaults  0 2\n"
-        "/dev/md/r5              /r5      ext4  defaults  0 2\n"
+        "/dev/md0                /r5      ext4  defaults  0 2\n"
         "/dev/mapper/secret_crypt /secret ext4  defaults  0 2\n")
+    (root_tree / "etc" / "mdadm" / "mdadm.conf").write_text(
+        f"HOMEHOST <system>\nARRAY /dev/md0 metadata=1.2 UUID={R5_UUID} name=otherhost:0\n")
     (root_tree / "etc" / "crypttab").write_text(
         f"# a separately encrypted volume, as installers write it\n"
         f"secret_crypt /dev/disk/by-uuid/{LUKS_UUID} none luks,discard\n")
@@ -175,6 +177,7 @@ def test_rescue_mount_follows_fstab_into_lvm_md_and_luks(guest, prepared, tmp_pa
     g.check(f"printf '%s\\n' '{PASS}' | rescue-assemble --quiet", timeout=300)
     out = g.check("rescue-mount LABEL=xrroot", timeout=120)
     assert f"/dev/mapper/luks-{LUKS_UUID} renamed secret_crypt" in out, out
+    assert re.search(r"\(mdadm.conf\) +/dev/md12\d +md +linked as /dev/md0", out), out
     mounts = g.check("cat /proc/mounts")
     for point in ("/mnt/root/lv", "/mnt/root/r5", "/mnt/root/secret"):
         assert re.search(rf"^\S+ {point} ext4 ro[,\s]", mounts, re.M), f"{point} not mounted read-only: {mounts}"
