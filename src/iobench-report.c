@@ -38,6 +38,8 @@ static const struct reference goals[] = {
 	{W_READ, "ext4", -1, 0.95, 0, NULL},
 };
 
+const char *const workload_name[WORKLOADS] = {"seq-write", "chunks", "read", "parallel"};
+
 static const char *const basis_config[WORKLOADS] = {"raw", "ext2", "raw", "ext2"};
 static const char *const basis_text[WORKLOADS] = {"the raw device", "ext2 without sync", "the raw device", "ext2"};
 
@@ -177,12 +179,11 @@ static void print_json(FILE *f)
 		"\"read\": %llu, \"procs\": %u, \"per_proc\": %llu},\n \"results\": [",
 		(unsigned long long)opts->seq_size, opts->block, opts->chunks, opts->chunk_size,
 		(unsigned long long)opts->read_size, opts->procs, (unsigned long long)opts->per_proc);
-	static const char *const wname[WORKLOADS] = {"seq-write", "chunks", "read", "parallel"};
 	for (size_t i = 0; i < nrows; i++) {
 		const struct row *row = &rows[i];
 		const struct reference *ref = FIND(refs, row);
 		double q = ratio(row);
-		fprintf(f, "%s\n  {\"workload\": \"%s\", \"config\": \"%s\", \"sync\": ", i ? "," : "", wname[row->w],
+		fprintf(f, "%s\n  {\"workload\": \"%s\", \"config\": \"%s\", \"sync\": ", i ? "," : "", workload_name[row->w],
 			row->c->name);
 		if (row->sync >= 0)
 			fprintf(f, "\"%s\"", sync_mode_name[row->sync]);

@@ -8,6 +8,7 @@
 #include "iobench-work.h"
 
 enum workload { W_SEQ, W_CHUNKS, W_READ, W_PARALLEL, WORKLOADS };
+extern const char *const workload_name[WORKLOADS];
 
 struct config {
 	const char *name;	/* for --configs and JSON */

@@ -202,7 +202,7 @@ int work_chunks(const char *path, int raw, enum sync_mode mode, uint32_t count, 
 }
 
 /* Empties the page cache of PATH so the read comes from the disk. */
-static int drop_caches(const char *path, int fd, int raw)
+static int drop_caches(int fd, int raw)
 {
 	if (fsync(fd) < 0 || posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) != 0)
 		return -1;
@@ -216,7 +216,6 @@ static int drop_caches(const char *path, int fd, int raw)
 		}
 		close(p);
 	}
-	(void)path;
 	return 0;
 }
 
@@ -230,7 +229,7 @@ int work_read_md5(const char *path, int raw, uint64_t size, struct work_result *
 	int fd = open_target(path, raw, 0);
 	if (fd < 0)
 		return fail("open %s", path);
-	if (fill(fd, size, 512 * 1024, &want) < 0 || drop_caches(path, fd, raw) < 0) {
+	if (fill(fd, size, 512 * 1024, &want) < 0 || drop_caches(fd, raw) < 0) {
 		int rc = fail("write %s", path);
 		close(fd);
 		return rc;
@@ -277,7 +276,6 @@ int work_read_md5(const char *path, int raw, uint64_t size, struct work_result *
 static int64_t client(const char *dir, uint64_t per_proc)
 {
 	static const uint32_t sizes[] = {4096, 16384, 65536, 262144, 1 << 20};
-	unsigned char *buf = pattern();
 	unsigned char *in = malloc(65536);
 	char name[4200];
 	uint64_t written = 0, moved = 0;
@@ -313,7 +311,6 @@ static int64_t client(const char *dir, uint64_t per_proc)
 	}
 	rmdir(dir);
 	free(in);
-	(void)buf;
 	return work_stop ? -1 : (int64_t)moved;
 }
 

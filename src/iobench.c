@@ -46,8 +46,6 @@ static const struct config configs[] = {
 };
 #define NCONFIGS (sizeof(configs) / sizeof(configs[0]))
 
-static const char *const workload_name[WORKLOADS] = {"seq-write", "chunks", "read", "parallel"};
-
 static struct options opt = {
 	.seq_size = 2048 * MiB,
 	.block = 512 * 1024,
@@ -92,7 +90,7 @@ static void die_usage(const char *fmt, const char *arg)
 	exit(2);
 }
 
-static uint64_t parse_size(const char *name, const char *s)
+static uint64_t parse_size(const char *s)
 {
 	char *end;
 	errno = 0;
@@ -105,7 +103,6 @@ static uint64_t parse_size(const char *name, const char *s)
 	}
 	if (errno || end == s || *end || *s == '-' || v == 0 || v > (1ull << 50) >> shift)
 		die_usage("bad size '%s' (a positive number with an optional K, M or G)", s);
-	(void)name;
 	return v << shift;
 }
 
@@ -414,13 +411,13 @@ int main(int argc, char **argv)
 			else if (!strcmp(a, "--configs")) config_list = v;
 			else if (!strcmp(a, "--workloads")) workload_list = v;
 			else if (!strcmp(a, "--sync")) sync_list = v;
-			else if (!strcmp(a, "--seq-size")) opt.seq_size = parse_size(a, v);
-			else if (!strcmp(a, "--block")) opt.block = parse_size(a, v);
+			else if (!strcmp(a, "--seq-size")) opt.seq_size = parse_size(v);
+			else if (!strcmp(a, "--block")) opt.block = parse_size(v);
 			else if (!strcmp(a, "--chunks")) opt.chunks = parse_count(v, 1u << 20);
-			else if (!strcmp(a, "--chunk-size")) opt.chunk_size = parse_size(a, v);
-			else if (!strcmp(a, "--read-size")) opt.read_size = parse_size(a, v);
+			else if (!strcmp(a, "--chunk-size")) opt.chunk_size = parse_size(v);
+			else if (!strcmp(a, "--read-size")) opt.read_size = parse_size(v);
 			else if (!strcmp(a, "--procs")) opt.procs = parse_count(v, 1024);
-			else if (!strcmp(a, "--proc-size")) opt.per_proc = parse_size(a, v);
+			else if (!strcmp(a, "--proc-size")) opt.per_proc = parse_size(v);
 			else die_usage("unknown option '%s'", a);
 		}
 	}

@@ -23,6 +23,13 @@ def tree(root, files=40):
     return sums
 
 
+def blank(img, size):
+    """A sparse, all-zero image of SIZE (truncate's units); returns its path."""
+    subprocess.run(["truncate", "-s", "0", img], check=True)
+    subprocess.run(["truncate", "-s", size, img], check=True)
+    return img
+
+
 def make_fs(img, size, fstype="ext4", label="xrdata", options=(), populate=None):
     """mke2fs IMG of SIZE with a known tree in it (made in POPULATE or a temp dir)."""
     subprocess.run(["truncate", "-s", size, img], check=True)

@@ -115,6 +115,16 @@ class Guest:
                 raise GuestError(f"{self.name}: serial log has '{m.group(0)}'; see {self.log_path}")
 
 
+def boot_with_disks(guest, name, disks, mem=512):
+    """Boots the kernel directly with DISKS (virtio, writable); waits for the shell."""
+    args = ["--direct", "--mem", str(mem)]
+    for d in disks:
+        args += ["--disk", f"{d},if=virtio-blk,rw"]
+    g = guest(name, args)
+    g.wait_shell()
+    return g
+
+
 def run_to_poweroff(guest, name, disks, params, mem=1024, timeout=180):
     """Boots with DISKS (virtio, writable) and the kernel parameters PARAMS plus
     rescue.after=poweroff; waits for the power-off; returns the serial log."""

@@ -2,9 +2,8 @@
 itself (the build hosts have no md or device-mapper): every layout the
 assemble tests and the assemble benchmark use, each holding a known tree."""
 import os
-import subprocess
 
-from disks import make_fs, tree
+from disks import blank, make_fs, tree
 from harness import Guest
 
 PASS = "xr-correct-horse"
@@ -45,7 +44,7 @@ def prepare(folder):
     images = {}
     for name, size in MEMBERS.items():
         images[name] = str(folder / f"{name}.img")
-        subprocess.run(["truncate", "-s", size, images[name]], check=True)
+        blank(images[name], size)
     args = ["--direct", "--mem", "768"]
     for img in list(images.values()) + [src]:
         args += ["--disk", f"{img},if=virtio-blk,rw"]

@@ -9,16 +9,12 @@ import shutil
 import pytest
 
 from disks import make_fs, sha256_file
+from harness import boot_with_disks
 from stacks import LUKS_UUID, NAMES, PASS, R5_UUID, prepare
 
 
-def boot(guest, name, images, mem=768):
-    args = ["--direct", "--mem", str(mem)]
-    for img in images:
-        args += ["--disk", f"{img},if=virtio-blk,rw"]
-    g = guest(name, args)
-    g.wait_shell()
-    return g
+def boot(guest, name, images):
+    return boot_with_disks(guest, name, images, mem=768)
 
 
 @pytest.fixture(scope="module")

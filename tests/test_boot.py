@@ -3,7 +3,6 @@ import re
 
 import pytest
 
-from harness import OUT
 
 WAYS = [("bios", "cd"), ("bios", "usb"), ("uefi", "cd"), ("uefi", "usb")]
 

@@ -1,5 +1,4 @@
 """extscan on crafted images (host build with ASan/UBSan), and in the booted image."""
-import hashlib
 import json
 import os
 import subprocess

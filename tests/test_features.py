@@ -5,9 +5,6 @@ import os
 import re
 import subprocess
 
-import pytest
-
-from disks import fsck_clean, make_fs
 from harness import OUT, host
 
 UPSTREAM_CONF = os.path.join(OUT, "build", "e2fsprogs-src", "misc", "mke2fs.conf.in")

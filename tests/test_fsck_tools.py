@@ -3,9 +3,8 @@ import os
 import re
 import subprocess
 
-import pytest
 
-from harness import OUT, TOP, host
+from harness import OUT, host
 
 E2FS = os.path.join(OUT, "build", "e2fsprogs")
 UPSTREAM_CONF = os.path.join(OUT, "build", "e2fsprogs-src", "misc", "mke2fs.conf.in")

@@ -4,9 +4,9 @@ JSON in the documented shape, and an interrupted run unmounts what it mounted.""
 import json
 import os
 import re
-import subprocess
 
-from disks import make_fs, sha256_file
+from disks import blank, make_fs, sha256_file
+from harness import boot_with_disks
 
 TINY = "--seq-size=4M --chunks=8 --chunk-size=256K --read-size=4M --procs=4 --proc-size=1M"
 CONFIGS = ["raw device", "raw device, O_DIRECT", "ext2", "ext3 writeback", "ext3 ordered", "ext3 journal",
@@ -15,18 +15,7 @@ CONFIGS = ["raw device", "raw device, O_DIRECT", "ext2", "ext3 writeback", "ext3
 
 
 def scratch(tmp_path, name, size):
-    path = str(tmp_path / name)
-    subprocess.run(["truncate", "-s", size, path], check=True)
-    return path
-
-
-def boot(guest, name, disks):
-    args = ["--direct", "--mem", "512"]
-    for d in disks:
-        args += ["--disk", f"{d},if=virtio-blk,rw"]
-    g = guest(name, args)
-    g.wait_shell()
-    return g
+    return blank(str(tmp_path / name), size)
 
 
 def refused(g, command, expect):
@@ -49,7 +38,7 @@ def test_refusals_and_bad_arguments(guest, tmp_path):
         f.write(b"\x55\xaa")
     before = {d: sha256_file(d) for d in (blank, with_fs, parted)}
 
-    g = boot(guest, "iobench-refusals", [blank, with_fs, parted])
+    g = boot_with_disks(guest, "iobench-refusals", [blank, with_fs, parted])
     refused(g, "iobench --matrix /dev/vda", r"destroys all data on /dev/vda; .*--yes-destroy=/dev/vda")
     refused(g, "iobench --matrix /dev/vda --yes-destroy=/dev/vdb", r"--yes-destroy=/dev/vda")
     refused(g, "iobench --matrix /dev/vdb --yes-destroy=/dev/vdb", r"/dev/vdb holds an ext2/3/4 filesystem; add --force")
@@ -77,7 +66,7 @@ def test_refusals_and_bad_arguments(guest, tmp_path):
 def test_every_workload_on_tiny_sizes(guest, tmp_path):
     disk = scratch(tmp_path, "bench.img", "96M")
     journal = scratch(tmp_path, "journal.img", "16M")
-    g = boot(guest, "iobench-tiny", [disk, journal])
+    g = boot_with_disks(guest, "iobench-tiny", [disk, journal])
     out = g.check(f"iobench --matrix /dev/vda --yes-destroy=/dev/vda --journal-dev=/dev/vdb "
                   f"--yes-destroy=/dev/vdb {TINY} 2>/tmp/progress", timeout=600)
     assert out.startswith("iobench on /dev/vda (96 MiB), external journal on /dev/vdb (16 MiB)"), out
@@ -126,7 +115,7 @@ def test_every_workload_on_tiny_sizes(guest, tmp_path):
 
 def test_interrupt_unmounts(guest, tmp_path):
     disk = scratch(tmp_path, "bench.img", "96M")
-    g = boot(guest, "iobench-interrupt", [disk])
+    g = boot_with_disks(guest, "iobench-interrupt", [disk])
     g.check("iobench --matrix /dev/vda --yes-destroy=/dev/vda --configs=ext4 --workloads=parallel "
             "--procs=4 --proc-size=1G >/tmp/out 2>/tmp/err & pid=$!")
     g.check("for i in $(seq 100); do grep -q ' ext4 ' /proc/mounts && break; sleep 0.2; done; grep ' ext4 ' /proc/mounts")

@@ -1,5 +1,4 @@
 """Volumes and fstab habits of the extents/mballoc era mount with our kernel patches."""
-import os
 import subprocess
 
 from disks import cat, fsck_clean, make_fs, tree
