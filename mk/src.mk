@@ -18,11 +18,18 @@ $(SRC_OBJ)/test-fast-string: src/test-fast-string.c src/fast-string.c
 	@$(CC) -O2 -Wall -Wextra src/test-fast-string.c $@.o -o $@
 
 # extscan: static for the image, native for the host-side unit tests.
-EXTSCAN_SRC := src/extscan.c src/extsb.c src/extsb.h
+EXTSCAN_SRC := src/extscan.c src/extsb.c src/extsb.h src/layout.c src/layout.h
 SRC_ROOT := $(BUILD)/src-root
 $(SRC_ROOT)/sbin/extscan: $(EXTSCAN_SRC) | $(STAMPS)/linux-headers
 	@mkdir -p $(dir $@)
-	@$(MUSL_CC) $(MUSL_CFLAGS) -static -o $@ src/extscan.c src/extsb.c
+	@$(MUSL_CC) $(MUSL_CFLAGS) -static -o $@ src/extscan.c src/extsb.c src/layout.c
+	@strip --strip-all $@
+	@scripts/check-static src $@
+
+# inroot: resolves the target's paths inside its root (used by rescue-mount).
+$(SRC_ROOT)/lib/extrescue/inroot: src/inroot.c | $(STAMPS)/linux-headers
+	@mkdir -p $(dir $@)
+	@$(MUSL_CC) $(MUSL_CFLAGS) -static -o $@ src/inroot.c
 	@strip --strip-all $@
 	@scripts/check-static src $@
 
@@ -42,7 +49,7 @@ $(SRC_OBJ)/host/iobench: $(IOBENCH_DEPS)
 
 $(SRC_OBJ)/host/extscan: $(EXTSCAN_SRC)
 	@mkdir -p $(dir $@)
-	@$(CC) -O2 -Wall -Wextra -Werror -fsanitize=address,undefined -o $@ src/extscan.c src/extsb.c
+	@$(CC) -O2 -Wall -Wextra -Werror -fsanitize=address,undefined -o $@ src/extscan.c src/extsb.c src/layout.c
 
 # Fuzzing needs clang's libFuzzer, installed on first use only.
 FUZZ_SECONDS ?= 60

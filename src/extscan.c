@@ -17,11 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "extsb.h"
+#include "layout.h"
 
 #define READ_TIMEOUT 5	/* seconds per device */
 
@@ -42,63 +44,162 @@ struct result {
 	int ok;			/* superblock parsed */
 	int not_ext;		/* readable, but not ext2/3/4: left out */
 	unsigned long long backup;	/* block of the backup used when the primary is damaged */
+	int primary_magic;	/* the primary superblock has the ext magic, valid or not */
 	char error[96];		/* why it could not be read */
+	struct layout member;	/* what the device belongs to: assemble that first */
 	struct extsb sb;
 };
 
-/* Reads the size and the superblock area of PATH in a child, so a hung
- * device only costs READ_TIMEOUT seconds. Returns the superblock bytes read
- * into BUF (the size into *BYTES), or -1 with ERR set. */
-static ssize_t read_super(const char *path, uint8_t *buf, unsigned long long *bytes,
-			  char *err, size_t errsize)
-{
-	uint8_t msg[8 + NCOPIES * EXTSB_SIZE];
+/* Everything one device is read for: its size, the superblock copies, its
+ * first and last bytes (RAID, LVM, LUKS, bcache, partition tables) and the
+ * LVM metadata text named there. */
+struct raw {
+	unsigned long long size;
+	ssize_t sb_got;
+	uint8_t sb[NCOPIES * EXTSB_SIZE];
+	uint8_t head[LAYOUT_HEAD], tail[LAYOUT_TAIL], lvm_text[LAYOUT_LVM_TEXT];
+	size_t head_len, tail_len, lvm_text_len;
+	uint64_t tail_off;
+};
 
+static ssize_t read_at(int fd, uint8_t *buf, size_t len, uint64_t off)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = pread(fd, buf + got, len - got, (off_t) (off + got));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return got ? (ssize_t) got : -1;
+		if (n == 0)
+			break;
+		got += (size_t) n;
+	}
+	return (ssize_t) got;
+}
+
+static void read_raw(int fd, struct raw *w)
+{
+	struct stat st;
+	ssize_t n;
+
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		w->size = (unsigned long long) st.st_size;
+	else if (ioctl(fd, BLKGETSIZE64, &w->size) != 0)
+		w->size = 0;
+	w->sb_got = read_at(fd, w->sb, EXTSB_SIZE, COPY_OFFSET(0));
+	/* Backups only matter when the primary is whole but not valid. */
+	if (w->sb_got == EXTSB_SIZE) {
+		for (int c = 1; c < NCOPIES; c++)
+			if (COPY_OFFSET(c) + EXTSB_SIZE > w->size ||
+			    read_at(fd, w->sb + c * EXTSB_SIZE, EXTSB_SIZE, COPY_OFFSET(c)) != EXTSB_SIZE)
+				memset(w->sb + c * EXTSB_SIZE, 0, EXTSB_SIZE);
+		w->sb_got = NCOPIES * EXTSB_SIZE;
+	}
+	n = read_at(fd, w->head, w->size < LAYOUT_HEAD ? w->size : LAYOUT_HEAD, 0);
+	w->head_len = n > 0 ? (size_t) n : 0;
+	if (w->size > LAYOUT_HEAD) {
+		w->tail_off = w->size > LAYOUT_TAIL ? w->size - LAYOUT_TAIL : 0;
+		n = read_at(fd, w->tail, (size_t) (w->size - w->tail_off), w->tail_off);
+		w->tail_len = n > 0 ? (size_t) n : 0;
+	}
+	uint64_t text = layout_lvm_text_offset(w->head, w->head_len, w->size);
+	if (text) {
+		n = read_at(fd, w->lvm_text, LAYOUT_LVM_TEXT, text);
+		w->lvm_text_len = n > 0 ? (size_t) n : 0;
+	}
+}
+
+/* Judges what RAW holds: the ext superblock (or a backup, where one may
+ * stand in) and what the device belongs to. */
+static void judge(const struct raw *w, struct result *r)
+{
+	struct layout_input in = {
+		.head = w->head, .head_len = w->head_len, .tail = w->tail, .tail_len = w->tail_len,
+		.tail_off = w->tail_off, .size = w->size, .lvm_text = w->lvm_text_len ? w->lvm_text : NULL,
+		.lvm_text_len = w->lvm_text_len,
+	};
+	const char *why;
+
+	r->bytes = w->size;
+	layout_probe(&in, &r->member);
+	if (w->sb_got < EXTSB_SIZE) {
+		/* Too small to hold a superblock at all: not a filesystem. */
+		r->not_ext = 1;
+		return;
+	}
+	r->primary_magic = w->sb[0x38] == 0x53 && w->sb[0x39] == 0xef;
+	if (extsb_parse(w->sb, EXTSB_SIZE, &r->sb, &why) == 0) {
+		r->ok = 1;
+		return;
+	}
+	/* A damaged primary: a valid backup still identifies the volume, but
+	 * only where nothing else claims the device (a partition table written
+	 * over an old filesystem leaves its backups behind). */
+	for (int c = 1; c < NCOPIES && w->sb_got == NCOPIES * EXTSB_SIZE && r->member.kind == LAYOUT_NONE; c++) {
+		const char *bwhy;
+
+		/* A copy counts only if its block size puts it where it was found. */
+		if (extsb_parse(w->sb + c * EXTSB_SIZE, EXTSB_SIZE, &r->sb, &bwhy) == 0 &&
+		    r->sb.log_block_size == copies[c].log_block_size) {
+			r->ok = 1;
+			r->backup = copies[c].block;
+			return;
+		}
+	}
+	if (!r->primary_magic)
+		r->not_ext = 1;
+	else
+		snprintf(r->error, sizeof(r->error), "damaged superblock: %s, and no valid backup", why);
+}
+
+/* Reads and judges PATH in a child, so a hung device only costs
+ * READ_TIMEOUT seconds; the child sends back the finished result. */
+static void scan(const char *path, struct result *r)
+{
 	int pfd[2], status;
 	pid_t pid;
-	ssize_t got = 0, n;
+	size_t got = 0;
+	ssize_t n;
 	time_t deadline = time(NULL) + READ_TIMEOUT;
 
-	if (pipe(pfd) < 0)
-		return snprintf(err, errsize, "pipe: %s", strerror(errno)), -1;
+	memset(r, 0, sizeof(*r));
+	snprintf(r->dev, sizeof(r->dev), "%s", path);
+	if (pipe(pfd) < 0) {
+		snprintf(r->error, sizeof(r->error), "pipe: %s", strerror(errno));
+		return;
+	}
 	pid = fork();
-	if (pid < 0)
-		return snprintf(err, errsize, "fork: %s", strerror(errno)), -1;
+	if (pid < 0) {
+		snprintf(r->error, sizeof(r->error), "fork: %s", strerror(errno));
+		close(pfd[0]);
+		close(pfd[1]);
+		return;
+	}
 	if (pid == 0) {
+		static struct raw w;
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		unsigned long long size = 0;
-		struct stat st;
-		ssize_t r;
 
 		close(pfd[0]);
 		if (fd < 0)
-			_exit(10 + (errno & 0x7f) % 100);
-		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
-			size = (unsigned long long) st.st_size;
-		else if (ioctl(fd, BLKGETSIZE64, &size) != 0)
-			size = 0;
-		memcpy(msg, &size, 8);
-		r = pread(fd, msg + 8, EXTSB_SIZE, (off_t) COPY_OFFSET(0));
-		if (r < 0)
-			_exit(110 + (errno & 0x7f) % 100);
-		/* Backups only matter when the primary is whole but not valid. */
-		if (r == EXTSB_SIZE)
-			for (int c = 1; c < NCOPIES; c++)
-				if (COPY_OFFSET(c) + EXTSB_SIZE > size ||
-				    pread(fd, msg + 8 + c * EXTSB_SIZE, EXTSB_SIZE, (off_t) COPY_OFFSET(c)) != EXTSB_SIZE)
-					memset(msg + 8 + c * EXTSB_SIZE, 0, EXTSB_SIZE);
-		if (r == EXTSB_SIZE)
-			r = NCOPIES * EXTSB_SIZE;
-		if (write(pfd[1], msg, (size_t) r + 8) != r + 8)
-			_exit(2);
-		_exit(0);
+			snprintf(r->error, sizeof(r->error), "cannot open: %s", strerror(errno));
+		else {
+			read_raw(fd, &w);
+			if (w.sb_got < 0 && w.head_len == 0)
+				snprintf(r->error, sizeof(r->error), "read error: %s", strerror(errno));
+			else
+				judge(&w, r);
+		}
+		_exit(write(pfd[1], r, sizeof(*r)) == (ssize_t) sizeof(*r) ? 0 : 2);
 	}
 	close(pfd[1]);
 	fcntl(pfd[0], F_SETFL, O_NONBLOCK);
 	for (;;) {
-		n = read(pfd[0], msg + got, sizeof(msg) - (size_t) got);
+		n = read(pfd[0], (char *) r + got, sizeof(*r) - got);
 		if (n > 0) {
-			got += n;
+			got += (size_t) n;
 			continue;
 		}
 		if (n == 0)
@@ -109,22 +210,17 @@ static ssize_t read_super(const char *path, uint8_t *buf, unsigned long long *by
 			kill(pid, SIGKILL);
 			close(pfd[0]);
 			waitpid(pid, NULL, WNOHANG);
-			return snprintf(err, errsize, "no answer within %d s", READ_TIMEOUT), -1;
+			snprintf(r->error, sizeof(r->error), "no answer within %d s", READ_TIMEOUT);
+			return;
 		}
 		usleep(10000);
 	}
 	close(pfd[0]);
-	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status))
-		return snprintf(err, errsize, "reader died"), -1;
-	if (WEXITSTATUS(status) >= 110)
-		return snprintf(err, errsize, "read error: %s", strerror(WEXITSTATUS(status) - 110)), -1;
-	if (WEXITSTATUS(status) >= 10)
-		return snprintf(err, errsize, "cannot open: %s", strerror(WEXITSTATUS(status) - 10)), -1;
-	if (got < 8)
-		return snprintf(err, errsize, "reader failed"), -1;
-	memcpy(bytes, msg, 8);
-	memcpy(buf, msg + 8, (size_t) got - 8);
-	return got - 8;
+	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || got != sizeof(*r)) {
+		memset(r, 0, sizeof(*r));
+		snprintf(r->dev, sizeof(r->dev), "%s", path);
+		snprintf(r->error, sizeof(r->error), "reader died");
+	}
 }
 
 static unsigned long long sysfs_bytes(const char *name)
@@ -141,44 +237,6 @@ static unsigned long long sysfs_bytes(const char *name)
 		sectors = 0;
 	fclose(f);
 	return sectors * 512;
-}
-
-static void scan(const char *path, struct result *r)
-{
-	uint8_t buf[NCOPIES * EXTSB_SIZE];
-	const char *why;
-	ssize_t got;
-
-	memset(r, 0, sizeof(*r));
-	snprintf(r->dev, sizeof(r->dev), "%s", path);
-	got = read_super(path, buf, &r->bytes, r->error, sizeof(r->error));
-	if (got < 0)
-		return;
-	if (got < EXTSB_SIZE) {
-		/* Too small to hold a superblock at all: not a filesystem. */
-		r->not_ext = 1;
-		return;
-	}
-	if (extsb_parse(buf, EXTSB_SIZE, &r->sb, &why) == 0) {
-		r->ok = 1;
-		return;
-	}
-	/* A damaged primary: a valid backup still identifies the volume. */
-	for (int c = 1; c < NCOPIES && got == NCOPIES * EXTSB_SIZE; c++) {
-		const char *bwhy;
-
-		/* A copy counts only if its block size puts it where it was found. */
-		if (extsb_parse(buf + c * EXTSB_SIZE, EXTSB_SIZE, &r->sb, &bwhy) == 0 &&
-		    r->sb.log_block_size == copies[c].log_block_size) {
-			r->ok = 1;
-			r->backup = copies[c].block;
-			return;
-		}
-	}
-	if (strcmp(why, "no ext2/3/4 magic") == 0)
-		r->not_ext = 1;
-	else
-		snprintf(r->error, sizeof(r->error), "damaged superblock: %s, and no valid backup", why);
 }
 
 /* /dev/NAME, or for device-mapper the /dev/mapper/ name LVM and cryptsetup
@@ -202,7 +260,38 @@ static char *dm_path(const char *name)
 	return strdup(path);
 }
 
-/* Block devices worth a look: all of /sys/class/block but empty ones and RAM disks. */
+/* One line of a sysfs attribute of block device NAME (empty when absent). */
+static void sysfs_attr(const char *name, const char *attr, char *out, size_t size)
+{
+	char path[400];
+	FILE *f;
+
+	out[0] = 0;
+	snprintf(path, sizeof(path), "/sys/class/block/%s/%s", name, attr);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	if (!fgets(out, (int) size, f))
+		out[0] = 0;
+	fclose(f);
+	out[strcspn(out, "\n")] = 0;
+}
+
+/* extrescue's own read-only overlays (dm snapshots named xr-*) and the loop
+ * devices holding their exceptions in RAM are views, not disks. */
+static int own_overlay(const char *name)
+{
+	char v[300];
+
+	sysfs_attr(name, "dm/name", v, sizeof(v));
+	if (!strncmp(v, "xr-", 3))
+		return 1;
+	sysfs_attr(name, "loop/backing_file", v, sizeof(v));
+	return !strncmp(v, "/run/extrescue/", 15);
+}
+
+/* Block devices worth a look: all of /sys/class/block but empty ones, RAM
+ * disks and our own overlays. */
 static int list_devices(char ***out)
 {
 	DIR *d = opendir("/sys/class/block");
@@ -217,7 +306,7 @@ static int list_devices(char ***out)
 
 		if (e->d_name[0] == '.' || !strncmp(e->d_name, "ram", 3) || !strncmp(e->d_name, "zram", 4))
 			continue;
-		if (sysfs_bytes(e->d_name) < 2 * EXTSB_SIZE)
+		if (sysfs_bytes(e->d_name) < 2 * EXTSB_SIZE || own_overlay(e->d_name))
 			continue;
 		nv = realloc(v, sizeof(*v) * (size_t) (n + 1));
 		if (!nv)
@@ -231,6 +320,103 @@ static int list_devices(char ***out)
 	closedir(d);
 	*out = v;
 	return n;
+}
+
+/* The kernel's name (sda1, dm-3) of the block device at PATH, or "" for a
+ * regular file. */
+static void kernel_name(const char *path, char *out, size_t size)
+{
+	char link[300], target[300];
+	struct stat st;
+	ssize_t n;
+
+	out[0] = 0;
+	if (stat(path, &st) != 0 || !S_ISBLK(st.st_mode))
+		return;
+	snprintf(link, sizeof(link), "/sys/dev/block/%u:%u", major(st.st_rdev), minor(st.st_rdev));
+	n = readlink(link, target, sizeof(target) - 1);
+	if (n <= 0)
+		return;
+	target[n] = 0;
+	snprintf(out, size, "%.200s", strrchr(target, '/') ? strrchr(target, '/') + 1 : target);
+}
+
+/* What the running system knows beyond the bytes: a disk whose partitions
+ * the kernel found, a device an md array or dm mapping is built on. */
+static void system_layout(const char *name, struct layout *l)
+{
+	char path[300], v[300], list[160] = "";
+	struct dirent *e;
+	DIR *d;
+	size_t n = 0;
+
+	snprintf(path, sizeof(path), "/sys/class/block/%s", name);
+	if ((d = opendir(path))) {
+		while ((e = readdir(d))) {
+			char attr[300];
+
+			snprintf(attr, sizeof(attr), "%s/partition", e->d_name);
+			sysfs_attr(name, attr, v, sizeof(v));
+			if (e->d_name[0] != '.' && v[0] && n < sizeof(list))
+				n += (size_t) snprintf(list + n, sizeof(list) - n, "%s%s", n ? " " : "", e->d_name);
+		}
+		closedir(d);
+	}
+	if (n && (l->kind == LAYOUT_NONE || l->kind == LAYOUT_PTABLE)) {
+		l->kind = LAYOUT_PTABLE;
+		snprintf(l->what, sizeof(l->what), "disk with partitions %s", list);
+		return;
+	}
+	if (l->kind != LAYOUT_NONE)
+		return;
+	snprintf(path, sizeof(path), "/sys/class/block/%s/holders", name);
+	if (!(d = opendir(path)))
+		return;
+	while ((e = readdir(d))) {
+		char attr[300];
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(attr, sizeof(attr), "holders/%s/dm/name", e->d_name);
+		sysfs_attr(name, attr, v, sizeof(v));
+		if (!strncmp(v, "xr-", 3))
+			continue;
+		l->kind = LAYOUT_HELD;
+		snprintf(l->what, sizeof(l->what), "in use by %.40s%s%.120s", e->d_name, v[0] ? " " : "", v);
+		break;
+	}
+	closedir(d);
+}
+
+/* The identity of the disk behind kernel name NAME (WWID or serial; for a
+ * partition, its disk's and its number), or "" when it has none. */
+static void disk_identity(const char *name, char *out, size_t size)
+{
+	char v[200], part[16], parent[300], target[300];
+	ssize_t n;
+
+	out[0] = 0;
+	sysfs_attr(name, "partition", part, sizeof(part));
+	if (part[0]) {
+		/* /sys/class/block/X links into its disk's directory. */
+		snprintf(parent, sizeof(parent), "/sys/class/block/%s", name);
+		n = readlink(parent, target, sizeof(target) - 1);
+		if (n <= 0)
+			return;
+		target[n] = 0;
+		*strrchr(target, '/') = 0;
+		disk_identity(strrchr(target, '/') ? strrchr(target, '/') + 1 : target, v, sizeof(v));
+		if (v[0])
+			snprintf(out, size, "%s-part%s", v, part);
+		return;
+	}
+	static const char *const attrs[] = {"device/wwid", "wwid", "device/serial", "serial"};
+	for (size_t i = 0; i < sizeof(attrs) / sizeof(attrs[0]) && !out[0]; i++) {
+		sysfs_attr(name, attrs[i], v, sizeof(v));
+		/* Blank or all-zero identities are what cheap bridges report for every disk. */
+		if (strspn(v, " 0") < strlen(v))
+			snprintf(out, size, "%s", v);
+	}
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -322,6 +508,16 @@ static void jstr(const char *s)
 	putchar('"');
 }
 
+/* A row of the table: an ext volume, a device that could not be read, or a
+ * member of something else (a partitioned disk only when an ext superblock
+ * shows through its partition table, which is the trap). */
+static int shown(const struct result *r)
+{
+	if (r->member.kind == LAYOUT_PTABLE)
+		return r->ok || r->primary_magic;
+	return r->member.kind != LAYOUT_NONE || !r->not_ext;
+}
+
 static void print_json(struct result *r, int n)
 {
 	int first = 1;
@@ -331,12 +527,20 @@ static void print_json(struct result *r, int n)
 		char buf[1024], blk[96], uuid[40];
 		enum extsb_access a;
 
-		if (r[i].not_ext)
+		if (!shown(&r[i]))
 			continue;
 		printf("%s\n  {\"device\": ", first ? "" : ",");
 		first = 0;
 		jstr(r[i].dev);
 		printf(", \"size_bytes\": %llu", r[i].bytes);
+		if (r[i].member.kind != LAYOUT_NONE) {
+			printf(", \"kind\": \"member\", \"member\": \"%s\", \"member_of\": ",
+			       layout_kind_name(r[i].member.kind));
+			jstr(r[i].member.what);
+			printf(", \"verdict\": \"%s\", \"ext_superblock\": %s}", layout_verdict(r[i].member.kind),
+			       r[i].ok || r[i].primary_magic ? "true" : "false");
+			continue;
+		}
 		if (!r[i].ok) {
 			printf(", \"error\": ");
 			jstr(r[i].error);
@@ -371,11 +575,11 @@ static void print_json(struct result *r, int n)
 
 static void print_table(struct result *r, int n)
 {
-	int shown = 0, w = 16;
+	int rows = 0, w = 16;
 
 	/* /dev/mapper/luks-<uuid> is long; the column grows to fit. */
 	for (int i = 0; i < n; i++)
-		if (!r[i].not_ext && (int)strlen(r[i].dev) > w)
+		if (shown(&r[i]) && (int)strlen(r[i].dev) > w)
 			w = strlen(r[i].dev);
 
 	printf("%-*s %7s %-12s %-16s %-36s %-24s %-6s %-7s %-30s %-7s %s\n", w, "DEVICE", "SIZE",
@@ -385,10 +589,15 @@ static void print_table(struct result *r, int n)
 		char size[16], state[256], kb[96], fb[96], uuid[40], mt[20], ck[20], lm[100], mounts[24];
 		enum extsb_access ka, fa;
 
-		if (r[i].not_ext)
+		if (!shown(&r[i]))
 			continue;
-		shown++;
+		rows++;
 		size_text(r[i].bytes, size, sizeof(size));
+		if (r[i].member.kind != LAYOUT_NONE) {
+			printf("%-*s %7s %-12s %s: %s\n", w, r[i].dev, size, layout_kind_name(r[i].member.kind),
+			       r[i].member.what, layout_verdict(r[i].member.kind));
+			continue;
+		}
 		if (!r[i].ok) {
 			printf("%-*s %7s could not read: %s\n", w, r[i].dev, size, r[i].error);
 			continue;
@@ -418,8 +627,38 @@ static void print_table(struct result *r, int n)
 			printf("%-*s   features: %s\n", w, "", feats);
 		}
 	}
-	if (!shown)
+	if (!rows)
 		printf("(no ext2/ext3/ext4 filesystems found)\n");
+}
+
+/* What sysfs adds to the bytes: partitions and holders, and second paths to
+ * one disk (same WWID or serial, same size, same contents). */
+static void system_context(struct result *r, int n)
+{
+	char (*id)[200] = calloc((size_t) (n ? n : 1), sizeof(*id));
+
+	if (!id)
+		return;
+	for (int k = 0; k < n; k++) {
+		char name[256];
+
+		kernel_name(r[k].dev, name, sizeof(name));
+		if (!name[0])
+			continue;
+		system_layout(name, &r[k].member);
+		disk_identity(name, id[k], sizeof(id[k]));
+		for (int j = 0; j < k && id[k][0]; j++) {
+			if (strcmp(id[j], id[k]) || r[j].bytes != r[k].bytes || r[j].ok != r[k].ok ||
+			    (r[k].ok && memcmp(r[j].sb.uuid, r[k].sb.uuid, 16)) ||
+			    strcmp(r[j].member.what, r[k].member.what))
+				continue;
+			r[k].member.kind = LAYOUT_MULTIPATH;
+			snprintf(r[k].member.what, sizeof(r[k].member.what), "second path to %.120s (same WWID/serial)",
+				 r[j].dev);
+			break;
+		}
+	}
+	free(id);
 }
 
 int main(int argc, char **argv)
@@ -439,8 +678,11 @@ int main(int argc, char **argv)
 			printf("usage: extscan [-v] [--json | --devices] [DEVICE...]\n"
 			       "Lists ext2/3/4 filesystems on all block devices (or the ones named),\n"
 			       "their state, and whether this kernel can mount and e2fsck can check them.\n"
-			       "--devices prints only the device of each volume (no external journals),\n"
-			       "followed by the backup superblock and block size when the primary is damaged.\n");
+			       "Members of md arrays, LVM, LUKS and bcache, partitioned disks and second\n"
+			       "paths are shown as such: assemble or use what they belong to instead.\n"
+			       "--devices prints one tab-separated line per device: DEVICE fs [BACKUP\n"
+			       "BLOCKSIZE] for a volume to check (the backup superblock when the primary\n"
+			       "is damaged), DEVICE skip REASON for one that must not be checked alone.\n");
 			return 0;
 		} else if (argv[i][0] == '-') {
 			fprintf(stderr, "extscan: unknown option '%s'; see extscan --help\n", argv[i]);
@@ -470,15 +712,22 @@ int main(int argc, char **argv)
 			snprintf(r[k].error, sizeof(r[k].error), "no ext2/3/4 filesystem");
 		}
 	}
+	system_context(r, n);
 	if (list_only) {
 		for (int k = 0; k < n; k++) {
-			if (!r[k].ok || !strcmp(extsb_kind(&r[k].sb), "journal"))
+			if (!shown(&r[k]))
+				continue;
+			if (r[k].member.kind != LAYOUT_NONE)
+				printf("%s\tskip\t%s: %s\n", r[k].dev, r[k].member.what, layout_verdict(r[k].member.kind));
+			else if (!r[k].ok)
+				printf("%s\tskip\tcould not read: %s\n", r[k].dev, r[k].error);
+			else if (!strcmp(extsb_kind(&r[k].sb), "journal"))
 				continue;
 			/* A damaged primary: e2fsck needs -b BLOCK -B SIZE to start. */
-			if (r[k].backup)
-				printf("%s %llu %u\n", r[k].dev, r[k].backup, 1024U << r[k].sb.log_block_size);
+			else if (r[k].backup)
+				printf("%s\tfs\t%llu\t%u\n", r[k].dev, r[k].backup, 1024U << r[k].sb.log_block_size);
 			else
-				printf("%s\n", r[k].dev);
+				printf("%s\tfs\n", r[k].dev);
 		}
 	} else if (json) {
 		print_json(r, n);
