@@ -35,7 +35,7 @@ static const struct { unsigned long long block; unsigned int log_block_size; } c
 #define NCOPIES 4
 #define COPY_OFFSET(c) (copies[c].block << (10 + copies[c].log_block_size))
 
-static int verbose, json, list_only;
+static int verbose, json, list_only, member_only;
 static struct extsb_support kernel;
 
 struct result {
@@ -674,15 +674,19 @@ int main(int argc, char **argv)
 			json = 1;
 		} else if (!strcmp(argv[i], "--devices")) {
 			list_only = 1;
+		} else if (!strcmp(argv[i], "--member")) {
+			member_only = 1;
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf("usage: extscan [-v] [--json | --devices] [DEVICE...]\n"
+			printf("usage: extscan [-v] [--json | --devices | --member] [DEVICE...]\n"
 			       "Lists ext2/3/4 filesystems on all block devices (or the ones named),\n"
 			       "their state, and whether this kernel can mount and e2fsck can check them.\n"
 			       "Members of md arrays, LVM, LUKS and bcache, partitioned disks and second\n"
 			       "paths are shown as such: assemble or use what they belong to instead.\n"
 			       "--devices prints one tab-separated line per device: DEVICE fs [BACKUP\n"
 			       "BLOCKSIZE] for a volume to check (the backup superblock when the primary\n"
-			       "is damaged), DEVICE skip REASON for one that must not be checked alone.\n");
+			       "is damaged), DEVICE skip REASON for one that must not be checked alone.\n"
+			       "--member prints what each named device belongs to and exits 0 when\n"
+			       "any belongs to something, 1 when none does.\n");
 			return 0;
 		} else if (argv[i][0] == '-') {
 			fprintf(stderr, "extscan: unknown option '%s'; see extscan --help\n", argv[i]);
@@ -713,6 +717,17 @@ int main(int argc, char **argv)
 		}
 	}
 	system_context(r, n);
+	if (member_only) {
+		int any = 0;
+
+		for (int k = 0; k < n; k++)
+			if (r[k].member.kind != LAYOUT_NONE) {
+				printf("%s: %s: %s\n", r[k].dev, r[k].member.what, layout_verdict(r[k].member.kind));
+				any = 1;
+			}
+		free(r);
+		return any ? 0 : 1;
+	}
 	if (list_only) {
 		for (int k = 0; k < n; k++) {
 			if (!shown(&r[k]))

@@ -1,6 +1,5 @@
-/* Device checks for iobench. The signature probe reads only the places where
- * the common formats put their magic; it is a guard against a wrong device
- * name, not a full blkid. */
+/* Device checks for iobench: mounted, held, in use, or holding anything
+ * libblkid recognises (through blkid -p, the same probe as wipefs). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -11,6 +10,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "iobench-dev.h"
@@ -127,76 +127,72 @@ int dev_check_unused(const struct blockdev *d, char *why, size_t len)
 	return 0;
 }
 
-struct magic {
-	const char *what;
-	uint64_t off;
-	const char *bytes;
-	size_t n;
-};
+/* Runs blkid -p (libblkid's low-level probe: every filesystem, RAID, LVM,
+ * LUKS, bcache, swap and partition table signature it knows) on the device
+ * and reads what it found. Returns blkid's exit status, or -1. */
+static int blkid_probe_dev(const char *path, char *out, size_t len)
+{
+	int pfd[2], status;
+	size_t got = 0;
+	ssize_t n;
+	pid_t pid;
 
-static const struct magic magics[] = {
-	{"an ext2/3/4 filesystem", 1024 + 56, "\x53\xef", 2},
-	{"a GPT partition table", 512, "EFI PART", 8},
-	{"a GPT partition table (4 KiB sectors)", 4096, "EFI PART", 8},
-	{"a LUKS header", 0, "LUKS\xba\xbe", 6},
-	{"an LVM physical volume", 0, "LABELONE", 8},
-	{"an LVM physical volume", 512, "LABELONE", 8},
-	{"an LVM physical volume", 1024, "LABELONE", 8},
-	{"an LVM physical volume", 1536, "LABELONE", 8},
-	{"an md RAID member (1.1)", 0, "\xfc\x4e\x2b\xa9", 4},
-	{"an md RAID member (1.2)", 4096, "\xfc\x4e\x2b\xa9", 4},
-	{"an XFS filesystem", 0, "XFSB", 4},
-	{"a Btrfs filesystem", 65536 + 64, "_BHRfS_M", 8},
-	{"swap space", 4096 - 10, "SWAPSPACE2", 10},
-	{"an ISO 9660 filesystem", 32769, "CD001", 5},
-	{"a FAT filesystem", 82, "FAT32   ", 8},
-	{"a FAT filesystem", 54, "FAT1", 4},
-};
+	if (pipe(pfd) < 0)
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		dup2(pfd[1], 1);
+		close(pfd[0]);
+		close(pfd[1]);
+		execlp("blkid", "blkid", "-p", "-o", "export", "--", path, (char *)NULL);
+		_exit(127);
+	}
+	close(pfd[1]);
+	while ((n = read(pfd[0], out + got, len - 1 - got)) > 0 && got + (size_t)n < len - 1)
+		got += (size_t)n;
+	if (n > 0)
+		got += (size_t)n;
+	out[got] = 0;
+	close(pfd[0]);
+	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+/* The value of KEY= in blkid's export output, or NULL. */
+static const char *export_value(char *out, const char *key, char *val, size_t len)
+{
+	size_t k = strlen(key);
+
+	for (char *line = out; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+		if (!strncmp(line, key, k) && line[k] == '=') {
+			snprintf(val, len, "%.*s", (int)strcspn(line + k + 1, "\n"), line + k + 1);
+			return val;
+		}
+	return NULL;
+}
 
 int dev_check_blank(const struct blockdev *d, char *why, size_t len)
 {
-	static unsigned char head[65536 + 4096];
-	int fd = open(d->path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(why, len, "%s: %s", d->path, strerror(errno));
+	char out[4096], type[64], pttype[64];
+	int status = blkid_probe_dev(d->path, out, sizeof(out));
+
+	if (status == 2)	/* blkid: nothing found */
+		return 0;
+	if (status == 0 && export_value(out, "TYPE", type, sizeof(type))) {
+		snprintf(why, len, "%s holds a '%s' signature (blkid -p)", d->path, type);
 		return -1;
 	}
-	ssize_t got = pread(fd, head, sizeof(head), 0);
-	if (got < 0) {
-		snprintf(why, len, "%s: cannot read: %s", d->path, strerror(errno));
-		close(fd);
+	if (status == 0 && export_value(out, "PTTYPE", pttype, sizeof(pttype))) {
+		snprintf(why, len, "%s holds a '%s' partition table (blkid -p)", d->path, pttype);
 		return -1;
 	}
-	for (size_t i = 0; i < sizeof(magics) / sizeof(magics[0]); i++) {
-		const struct magic *m = &magics[i];
-		if (m->off + m->n <= (uint64_t)got && memcmp(head + m->off, m->bytes, m->n) == 0) {
-			snprintf(why, len, "%s holds %s", d->path, m->what);
-			close(fd);
-			return -1;
-		}
-	}
-	/* An MBR: the boot signature and at least one partition entry. */
-	if (got >= 512 && head[510] == 0x55 && head[511] == 0xaa) {
-		for (int p = 0; p < 4; p++)
-			if (head[446 + 16 * p + 4] != 0) {
-				snprintf(why, len, "%s holds an MBR partition table", d->path);
-				close(fd);
-				return -1;
-			}
-	}
-	/* md 0.90 and 1.0 keep their superblock at the end of the device. */
-	unsigned char tail[4];
-	uint64_t ends[2] = {((d->size >> 16) - 1) << 16, (d->size - 8192) & ~(uint64_t)4095};
-	for (int i = 0; i < 2; i++) {
-		if (d->size < 131072)
-			break;
-		if (pread(fd, tail, 4, ends[i]) == 4 &&
-		    (memcmp(tail, "\xfc\x4e\x2b\xa9", 4) == 0 || memcmp(tail, "\xa9\x2b\x4e\xfc", 4) == 0)) {
-			snprintf(why, len, "%s holds an md RAID member (%s)", d->path, i ? "1.0" : "0.90");
-			close(fd);
-			return -1;
-		}
-	}
-	close(fd);
-	return 0;
+	if (status == 0 || status == 1)
+		snprintf(why, len, "%s holds more than one signature (blkid -p; wipefs lists them)", d->path);
+	else
+		snprintf(why, len, "%s could not be probed for signatures (blkid %s)", d->path,
+			 status < 0 ? "did not run" : status == 127 ? "not found" : "failed");
+	return -1;
 }

@@ -4,6 +4,7 @@ JSON in the documented shape, and an interrupted run unmounts what it mounted.""
 import json
 import os
 import re
+import subprocess
 
 from disks import blank, make_fs, sha256_file
 from harness import boot_with_disks
@@ -41,8 +42,8 @@ def test_refusals_and_bad_arguments(guest, tmp_path):
     g = boot_with_disks(guest, "iobench-refusals", [blank, with_fs, parted])
     refused(g, "iobench --matrix /dev/vda", r"destroys all data on /dev/vda; .*--yes-destroy=/dev/vda")
     refused(g, "iobench --matrix /dev/vda --yes-destroy=/dev/vdb", r"--yes-destroy=/dev/vda")
-    refused(g, "iobench --matrix /dev/vdb --yes-destroy=/dev/vdb", r"/dev/vdb holds an ext2/3/4 filesystem; add --force")
-    refused(g, "iobench --matrix /dev/vdc --yes-destroy=/dev/vdc", r"/dev/vdc holds an MBR partition table")
+    refused(g, "iobench --matrix /dev/vdb --yes-destroy=/dev/vdb", r"/dev/vdb holds a 'ext4' signature \(blkid -p\); add --force")
+    refused(g, "iobench --matrix /dev/vdc --yes-destroy=/dev/vdc", r"/dev/vdc holds a 'dos' partition table")
     g.check("mkdir -p /mnt/keep && mount -o ro,noload /dev/vdb /mnt/keep")
     refused(g, "iobench --matrix /dev/vdb --yes-destroy=/dev/vdb --force", r"/dev/vdb is in use: it is mounted on /mnt/keep")
     g.check("umount /mnt/keep")
@@ -58,6 +59,27 @@ def test_refusals_and_bad_arguments(guest, tmp_path):
     refused(g, "iobench", r"no device")
     assert "usage: iobench" in g.check("iobench --help")
     g.check("sync")
+    g.poweroff()
+    changed = [os.path.basename(d) for d, h in before.items() if sha256_file(d) != h]
+    assert not changed, f"a refused iobench run wrote to {changed}"
+
+
+# Foreign filesystems a rescue disk meets, made by the host's own mkfs.
+FOREIGN = [("ntfs", ["mkntfs", "-F", "-Q", "-q"]), ("exfat", ["mkfs.exfat"]), ("f2fs", ["mkfs.f2fs", "-q"])]
+
+
+def test_refuses_foreign_signatures(guest, tmp_path):
+    disks = []
+    for kind, mkfs in FOREIGN:
+        img = scratch(tmp_path, f"{kind}.img", "96M")
+        r = subprocess.run(mkfs + [img], capture_output=True, text=True)
+        assert r.returncode == 0, f"{mkfs[0]}: {r.stdout}{r.stderr}"
+        disks.append(img)
+    before = {d: sha256_file(d) for d in disks}
+    g = boot_with_disks(guest, "iobench-foreign", disks)
+    for i, (kind, _) in enumerate(FOREIGN):
+        dev = f"/dev/vd{chr(ord('a') + i)}"
+        refused(g, f"iobench --matrix {dev} --yes-destroy={dev} {TINY}", rf"{dev} holds a '{kind}' signature")
     g.poweroff()
     changed = [os.path.basename(d) for d, h in before.items() if sha256_file(d) != h]
     assert not changed, f"a refused iobench run wrote to {changed}"
