@@ -45,6 +45,7 @@ struct result {
 	int not_ext;		/* readable, but not ext2/3/4: left out */
 	unsigned long long backup;	/* block of the backup used when the primary is damaged */
 	int primary_magic;	/* the primary superblock has the ext magic, valid or not */
+	int named;		/* named on the command line: always a row */
 	char error[96];		/* why it could not be read */
 	struct layout member;	/* what the device belongs to: assemble that first */
 	struct extsb sb;
@@ -513,7 +514,7 @@ static void jstr(const char *s)
  * shows through its partition table, which is the trap). */
 static int shown(const struct result *r)
 {
-	if (r->member.kind == LAYOUT_PTABLE)
+	if (r->member.kind == LAYOUT_PTABLE && !r->named)
 		return r->ok || r->primary_magic;
 	return r->member.kind != LAYOUT_NONE || !r->not_ext;
 }
@@ -711,6 +712,7 @@ int main(int argc, char **argv)
 	for (int k = 0; k < n; k++) {
 		scan(devs[k], &r[k]);
 		/* A device named on the command line is always reported. */
+		r[k].named = i < argc;
 		if (i < argc && r[k].not_ext) {
 			r[k].not_ext = 0;
 			snprintf(r[k].error, sizeof(r[k].error), "no ext2/3/4 filesystem");

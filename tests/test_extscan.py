@@ -107,7 +107,7 @@ def test_damaged_primary_uses_backup(tmp_path):
     v = scan(img)[0]
     assert v["backup_superblock"] == 8193 and v["label"] == "backup", v
     assert v["state"].startswith("primary superblock damaged (backup at block 8193)"), v
-    assert host([EXTSCAN, "--devices", str(img)]).stdout.strip() == f"{img} 8193 1024"
+    assert host([EXTSCAN, "--devices", str(img)]).stdout.strip() == f"{img}\tfs\t8193\t1024"
 
 
 def test_boot_reports_and_writes_nothing(guest, tmp_path):
@@ -158,3 +158,106 @@ def test_partitions_mbr_and_gpt(guest, tmp_path):
     assert g.poweroff() == 0
     assert found == {"/dev/vda1": "dos1", "/dev/vda2": "dos2", "/dev/sda1": "gpt1", "/dev/sda2": "gpt2"}, found
     assert [sha256_file(str(tmp_path / n)) for n in ("mbr.img", "gpt.img")] == before
+
+
+# Members of something else, crafted byte for byte over a valid ext4 image so
+# that the ext superblock at 1024 still shows through (the trap).
+UUID16 = bytes(range(0x10, 0x20))
+
+
+def put(img, offset, data):
+    with open(img, "r+b") as f:
+        f.seek(offset)
+        f.write(data)
+
+
+def md1(img, minor):
+    size = os.path.getsize(img)
+    sector = {"1.1": 0, "1.2": 8, "1.0": ((size >> 9) - 16) & ~7}[minor]
+    sb = bytearray(256)
+    sb[0:4] = (0xa92b4efc).to_bytes(4, "little")
+    sb[4:8] = (1).to_bytes(4, "little")
+    sb[16:32] = UUID16
+    sb[32:39] = b"host:r1"
+    sb[72:76] = (1).to_bytes(4, "little")
+    sb[92:96] = (2).to_bytes(4, "little")
+    sb[144:152] = sector.to_bytes(8, "little")
+    put(img, sector * 512, bytes(sb))
+
+
+def md090(img):
+    size = os.path.getsize(img)
+    words = [0xa92b4efc, 0, 90, 0, 0, 0x11111111, 0, 1, 0, 2, 2, 0, 0, 0x22222222, 0x33333333, 0x44444444]
+    put(img, (size & ~65535) - 65536, b"".join(w.to_bytes(4, "little") for w in words))
+
+
+def lvm_pv(img):
+    label = bytearray(512)
+    label[0:8] = b"LABELONE"
+    label[8:16] = (1).to_bytes(8, "little")
+    label[20:24] = (32).to_bytes(4, "little")
+    label[24:32] = b"LVM2 001"
+    pv = b"AbCdEf0123456789AbCdEf0123456789" + (64 << 20).to_bytes(8, "little")
+    pv += (1 << 20).to_bytes(8, "little") + bytes(8) + bytes(16)          # one data area, end
+    pv += (4096).to_bytes(8, "little") + ((1 << 20) - 4096).to_bytes(8, "little") + bytes(16)
+    label[32:32 + len(pv)] = pv
+    put(img, 512, bytes(label))
+    mda = bytearray(512)
+    mda[4:20] = b" LVM2 x[5A%r0N*>"
+    mda[20:24] = (1).to_bytes(4, "little")
+    mda[24:32] = (4096).to_bytes(8, "little")
+    mda[32:40] = ((1 << 20) - 4096).to_bytes(8, "little")
+    mda[40:48] = (512).to_bytes(8, "little")
+    mda[48:56] = (200).to_bytes(8, "little")
+    put(img, 4096, bytes(mda))
+    put(img, 4096 + 512, b"xrvg {\nid = \"x\"\n")
+
+
+def luks(img):
+    put(img, 0, b"LUKS\xba\xbe\x00\x02")
+    put(img, 168, b"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")
+
+
+def bcache(img):
+    magic = bytes([0xc6, 0x85, 0x73, 0xf6, 0x4e, 0x1a, 0x45, 0xca, 0x82, 0x65, 0xf5, 0x7f, 0x48, 0xba, 0x6d, 0x81])
+    put(img, 4096 + 16, (1).to_bytes(8, "little") + magic)
+
+
+def mbr(img):
+    put(img, 446, bytes([0, 0, 0, 0, 0x83, 0, 0, 0]) + (2048).to_bytes(4, "little") + (63488).to_bytes(4, "little"))
+    put(img, 510, b"\x55\xaa")
+
+
+@pytest.mark.parametrize("make,member,what", [
+    (lambda i: md1(i, "1.0"), "md member", "md RAID1 member (array 10111213:14151617:18191a1b:1c1d1e1f, 2 devices, metadata 1.0, name host:r1)"),
+    (lambda i: md1(i, "1.1"), "md member", "metadata 1.1"),
+    (lambda i: md1(i, "1.2"), "md member", "metadata 1.2"),
+    (md090, "md member", "md RAID1 member (array 11111111:22222222:33333333:44444444, 2 devices, metadata 0.90)"),
+    (lvm_pv, "LVM PV", "LVM physical volume (VG xrvg, PV AbCdEf-0123-4567-89Ab-CdEf-0123-456789)"),
+    (luks, "LUKS", "LUKS2 container (UUID 0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0)"),
+    (bcache, "bcache", "bcache backing device"),
+    (mbr, "partitioned", "disk with an MBR partition table"),
+])
+def test_members_are_not_volumes(tmp_path, make, member, what):
+    img = image(tmp_path, "leg", size="64M", options=["-b", "4096"])
+    make(str(img))
+    v = scan(img)[0]
+    assert v["kind"] == "member" and v["member"] == member and what in v["member_of"], v
+    assert "kernel_mount" not in v and v["ext_superblock"] is True, v
+    dev, verdict, reason = host([EXTSCAN, "--devices", str(img)]).stdout.rstrip("\n").split("\t")
+    assert verdict == "skip" and what in reason, reason
+    assert host([EXTSCAN, "--member", str(img)]).returncode == 0
+
+
+def test_backup_superblock_needs_a_layout(tmp_path):
+    """A GPT written over an old whole-disk ext4 wipes its primary superblock
+    but leaves the backups: that disk is partitioned, not a damaged volume."""
+    img = image(tmp_path, "oldfs", size="64M")
+    put(str(img), 512, b"EFI PART" + bytes(17408 - 520))
+    v = scan(img)[0]
+    assert v["member"] == "partitioned" and "GPT" in v["member_of"] and not v["ext_superblock"], v
+    assert host([EXTSCAN, "--devices", str(img)]).stdout.split("\t")[1] == "skip"
+    # No partition table, RAID or LVM: the backup still identifies the volume.
+    plain = image(tmp_path, "plain", size="64M")
+    put(str(plain), 1024, bytes(1024))
+    assert scan(plain)[0]["backup_superblock"] == 8193

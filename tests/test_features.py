@@ -32,7 +32,7 @@ VOLUMES = {
     "1k-blocks": ("ext4", ["-b", "1024"]),
 }
 
-SCRIPT = ("for d in $(extscan --devices | cut -d' ' -f1); do "
+SCRIPT = ("for d in $(extscan --devices | cut -f1); do "
           "l=$(blkid -s LABEL -o value $d); v=$(extscan --json $d | tr -d '\\n'); "
           "mount $d /mnt 2>/dev/null; m=$?; w=-; "
           "if [ $m = 0 ]; then touch /mnt/.rw 2>/dev/null; w=$?; umount /mnt; fi; "

@@ -1,9 +1,10 @@
 """Unattended check and repair from the kernel command line, with undo."""
+import re
 import shutil
 import subprocess
 
-from disks import cat, fsck_clean, make_fs, sha256_file, tree
-from harness import host, run_to_poweroff
+from disks import blank, cat, fsck_clean, make_fs, sha256_file, tree
+from harness import boot_with_disks, host, run_to_poweroff
 
 
 def damaged(tmp_path, name):
@@ -38,13 +39,91 @@ def test_repair_with_undo_on_a_named_disk(guest, tmp_path):
     make_fs(undo_disk, "64M", label="undo")
     log = run_to_poweroff(guest, "fsck-repair", [bad, undo_disk],
                           "rescue.fsck=repair rescue.devices=vda rescue.undo=LABEL=undo")
-    assert "errors corrected" in log and "e2undo /run/undo-disk/extrescue-undo/vda.e2undo" in log, log[-2000:]
+    m = re.search(r"e2undo /run/undo-disk(/extrescue-undo/vda-\d{8}-\d{6}-0\.e2undo) /dev/vda", log)
+    assert "errors corrected" in log and m, log[-2000:]
     fsck_clean(bad)
     # Files outside the damage survive; the cleared one is gone (or in lost+found).
     assert cat(bad, "/dir0/file000") and cat(bad, "/dir2/file002")
     undo = tmp_path / "vda.e2undo"
-    subprocess.run(["debugfs", "-R", f"dump /extrescue-undo/vda.e2undo {undo}", undo_disk],
+    subprocess.run(["debugfs", "-R", f"dump {m.group(1)} {undo}", undo_disk],
                    check=True, capture_output=True)
     r = host(["e2undo", str(undo), bad])
     assert r.returncode == 0, r.stdout + r.stderr
     assert sha256_file(bad) == sha256_file(original), "e2undo did not restore the damaged original"
+
+
+def dump(img, path, to):
+    subprocess.run(["debugfs", "-R", f"dump {path} {to}", img], check=True, capture_output=True)
+    return str(to)
+
+
+def test_two_repairs_keep_both_undo_files(guest, tmp_path):
+    bad = damaged(tmp_path, "twice")
+    original = str(tmp_path / "twice.orig")
+    shutil.copy(bad, original)
+    undo_disk = str(tmp_path / "undo.img")
+    make_fs(undo_disk, "64M", label="undo")
+    g = boot_with_disks(guest, "fsck-twice", [bad, undo_disk])
+    g.check("mkdir -p /mnt/u && mount /dev/vdb /mnt/u")
+    first = g.run("rescue-fsck repair --undo-dir /mnt/u /dev/vda", timeout=120)[1]
+    second = g.run("rescue-fsck repair --undo-dir /mnt/u /dev/vda", timeout=120)[1]
+    names = g.check("ls /mnt/u").split()
+    g.check("umount /mnt/u")
+    assert g.poweroff() == 0
+    assert len(names) == 2 and names[0] != names[1], (names, first, second)
+    assert all(f"e2undo /mnt/u/{n} /dev/vda" in first + second for n in names), first + second
+    fsck_clean(bad)
+    # The second repair taken back, then the first: the damaged original.
+    for n in sorted(names, key=lambda n: (n.split("-")[1:], n), reverse=True):
+        r = host(["e2undo", dump(undo_disk, f"/{n}", tmp_path / n), bad])
+        assert r.returncode == 0, r.stdout + r.stderr
+    assert sha256_file(bad) == sha256_file(original), "two e2undo runs did not give back the original"
+
+
+def test_undo_space_runs_out(guest, tmp_path):
+    """A repair that writes more than the undo disk holds stops there, and the
+    volume is put back exactly as it was."""
+    src = tmp_path / "many"
+    src.mkdir()
+    for i in range(3000):
+        (src / f"f{i}").write_text(f"{i}\n")
+    bad = str(tmp_path / "many.img")
+    make_fs(bad, "64M", label="many", populate=str(src), options=["-b", "4096"])
+    with open(bad, "r+b") as f:           # garbage over the inode table's first 1.2 MiB
+        f.seek(45 * 4096)
+        f.write(bytes((i * 7919 + 13) % 251 for i in range(300 * 4096)))
+    before = sha256_file(bad)
+    tiny = str(tmp_path / "tiny.img")
+    make_fs(tiny, "512K", fstype="ext2", label="xrtiny")
+    log = run_to_poweroff(guest, "fsck-undo-full", [bad, tiny],
+                          "rescue.fsck=repair rescue.devices=vda rescue.undo=LABEL=xrtiny")
+    assert "repair stopped: the undo file ran out of space" in log and "No space left on device" in log, log[-3000:]
+    assert "the volume is back as it was" in log, log[-3000:]
+    assert sha256_file(bad) == before, "the stopped repair left changes on the volume"
+
+
+def test_repair_then_poweroff_needs_a_place_for_undo(guest, tmp_path):
+    bad = damaged(tmp_path, "ram")
+    before = sha256_file(bad)
+    log = run_to_poweroff(guest, "fsck-ram-poweroff", [bad], "rescue.fsck=repair")
+    assert "rescue.after=poweroff would lose the undo files (in RAM); nothing repaired" in log, log[-2000:]
+    assert sha256_file(bad) == before, "a refused repair wrote to the disk"
+
+
+def test_ram_guard_on_lvm_and_luks(guest, tmp_path):
+    """Undo files in RAM: a 3 GiB logical volume and a 3 GiB LUKS volume do
+    not fit a tenth of themselves into 512 MiB, so neither is repaired."""
+    pv = blank(str(tmp_path / "pv.img"), "3200M")
+    crypt = blank(str(tmp_path / "crypt.img"), "3200M")
+    g = boot_with_disks(guest, "fsck-ram-guard", [pv, crypt])
+    g.check("mkdir -p /run/lock/lvm && lvm pvcreate -q /dev/vda && lvm vgcreate -q xrgvg /dev/vda && "
+            "lvm lvcreate -q -L 3G -n big xrgvg && mkfs.ext4 -q /dev/xrgvg/big", timeout=300)
+    g.check("printf pw > /run/k && cryptsetup luksFormat --batch-mode --type luks2 --pbkdf pbkdf2 "
+            "--pbkdf-force-iterations 1000 --key-file=/run/k /dev/vdb && "
+            "cryptsetup open --key-file=/run/k /dev/vdb xrgbig && mkfs.ext4 -q /dev/mapper/xrgbig", timeout=300)
+    status, out = g.run("rescue-fsck repair /dev/xrgvg/big /dev/mapper/xrgbig", timeout=120)
+    assert status == 8, out
+    for dev in ("/dev/xrgvg/big", "/dev/mapper/xrgbig"):
+        assert f"{dev}: no room in RAM for an undo file" in out, out
+    assert out.count("not repaired: no room for the undo file") == 2, out
+    assert g.poweroff() == 0

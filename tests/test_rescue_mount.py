@@ -3,7 +3,7 @@ import os
 import shutil
 
 from disks import cat, fsck_clean, make_fs, sha256_file
-from harness import OUT
+from harness import OUT, boot_with_disks, scaled
 
 
 def test_legacy_fstab_mounts_read_only_and_chroots(guest, tmp_path):
@@ -64,3 +64,78 @@ def test_legacy_fstab_mounts_read_only_and_chroots(guest, tmp_path):
     g.assert_no_fatal()
     fsck_clean(data)
     assert cat(data, "/new") == b"written\n"
+
+
+# What the rescue system's own tree looks like, hashed in the guest.
+TREE_HASH = ("find /usr /bin /sbin /etc /lib \\( -type f -o -type l \\) 2>/dev/null | sort | "
+             "while read -r f; do if [ -L \"$f\" ]; then echo \"$f -> $(readlink \"$f\")\"; "
+             "else sha256sum \"$f\"; fi; done | sha256sum")
+
+
+def test_hostile_root_stays_inside(guest, tmp_path):
+    """fstab mount points with .. and through absolute symlinks, crypttab and
+    mdadm.conf names with /, .., spaces and shell code: nothing lands outside
+    /mnt/root, nothing runs, and each refused line is named."""
+    data = str(tmp_path / "data.img")
+    make_fs(data, "32M", label="xrhdata")
+    data2 = str(tmp_path / "data2.img")
+    make_fs(data2, "32M", label="xrhdata2")
+    root_tree = tmp_path / "root"
+    for d in ("etc/mdadm", "usr/sbin", "bin", "dev", "proc", "sys", "run"):
+        (root_tree / d).mkdir(parents=True)
+    os.symlink("/bin", root_tree / "evil")          # absolute: the root's /bin, not ours
+    os.symlink("/usr/sbin", root_tree / "dev2")
+    (root_tree / "etc" / "fstab").write_text(
+        "LABEL=xrhroot  /                ext4 defaults 0 1\n"
+        "LABEL=xrhdata  /../../usr/sbin  ext4 defaults 0 2\n"
+        "LABEL=xrhdata2 /evil            ext4 defaults 0 2\n")
+    (root_tree / "etc" / "crypttab").write_text(
+        "../../etc/passwd /dev/vdb none luks\n"
+        "a/b UUID=x none\n"
+        "$(touch${IFS}/tmp/pwned) /dev/vdb none\n"
+        "x;touch${IFS}/tmp/pwned2 /dev/vdb none\n")
+    (root_tree / "etc" / "mdadm" / "mdadm.conf").write_text(
+        "ARRAY /dev/../etc/evil UUID=1:2:3:4\n"
+        "ARRAY /tmp/evil UUID=1:2:3:4\n"
+        "ARRAY /dev/md/$(touch${IFS}/tmp/pwned3) UUID=1:2:3:4\n")
+    root = str(tmp_path / "root.img")
+    make_fs(root, "32M", label="xrhroot", populate=str(root_tree))
+    disks = [root, data, data2]
+    before = [sha256_file(d) for d in disks]
+
+    g = boot_with_disks(guest, "rescue-mount-hostile", disks)
+    tree_before = g.check(TREE_HASH, timeout=120)
+    out = g.check("rescue-mount LABEL=xrhroot")
+    mounts = g.check("cat /proc/mounts")
+    assert "/dev/vdb /mnt/root/usr/sbin ext4 ro" in mounts, mounts
+    assert "/dev/vdc /mnt/root/bin ext4 ro" in mounts, mounts
+    assert not [m for m in mounts.splitlines() if m.split()[1] in ("/usr/sbin", "/bin", "/etc", "/sbin")], mounts
+    assert out.count("(crypttab)") == 4 and out.count("is not a plain name") == 4, out
+    assert out.count("(mdadm.conf)") == 3 and out.count("is not /dev/mdN or /dev/md/NAME") == 3, out
+    g.check("rescue-mount --umount")
+    assert g.check(TREE_HASH, timeout=120) == tree_before, "the rescue system's own tree changed"
+    assert g.check("ls /tmp /etc/evil /tmp/evil 2>&1; true").count("pwned") == 0
+    assert g.poweroff() == 0
+    g.assert_no_fatal()
+    assert [sha256_file(d) for d in disks] == before, "the read-only session wrote to a disk"
+
+
+def test_disk_added_after_boot_is_announced(guest, tmp_path):
+    first = str(tmp_path / "first.img")
+    make_fs(first, "16M", label="xrfirst")
+    late = str(tmp_path / "late.img")
+    make_fs(late, "24M", label="xrlate")
+    g = guest("hotplug", ["--direct", "--disk", f"{first},if=virtio-scsi"])
+    g.wait_shell()
+    # QEMU's monitor shares the serial line: Ctrl-A c switches to it and back.
+    g.child.send("\x01c")
+    g.child.expect(r"\(qemu\)")
+    g.child.sendline(f"drive_add 0 if=none,id=late,file={late},format=raw,readonly=on")
+    g.child.expect(r"\(qemu\)")
+    g.child.sendline("device_add scsi-hd,drive=late,bus=virtioscsi0.0,serial=late")
+    g.child.expect(r"\(qemu\)")
+    g.child.send("\x01c")
+    g.expect([r"extrescue: new disk sd\w+: 24 MiB"], scaled(20), "the new disk's announcement")
+    g.expect([r"xrlate"], scaled(10), "extscan's line for the new disk")
+    assert g.poweroff() == 0
+    g.assert_no_fatal()
