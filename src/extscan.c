@@ -363,9 +363,16 @@ static void system_layout(const char *name, struct layout *l)
 		}
 		closedir(d);
 	}
-	if (n && (l->kind == LAYOUT_NONE || l->kind == LAYOUT_PTABLE)) {
+	if (n && l->kind == LAYOUT_PTABLE && strlen(l->what) < 60) {
+		char table[64];
+
+		snprintf(table, sizeof(table), "%s", l->what);
+		snprintf(l->what, sizeof(l->what), "%s (partitions %.120s)", table, list);
+		return;
+	}
+	if (n && l->kind == LAYOUT_NONE) {
 		l->kind = LAYOUT_PTABLE;
-		snprintf(l->what, sizeof(l->what), "disk with partitions %s", list);
+		snprintf(l->what, sizeof(l->what), "disk with partitions %.150s", list);
 		return;
 	}
 	if (l->kind != LAYOUT_NONE)

@@ -62,6 +62,6 @@ def test_members_are_skipped_and_untouched(guest, tmp_path):
         dev = f"/dev/vd{chr(ord('a') + n)}"
         assert f"{dev}: skipped: md RAID1 member" in log, (dev, log[-3000:])
     assert "/dev/vdi: skipped: LVM physical volume (VG xrmvg" in log, log[-3000:]
-    assert "/dev/vdj: skipped: disk with an MBR partition table: use its partitions" in log, log[-3000:]
+    assert "/dev/vdj: skipped: disk with an MBR partition table (partitions vdj1): use its partitions" in log, log[-3000:]
     changed = [d for d in disks if sha256_file(d) != before[d]]
     assert not changed, f"the repair wrote to members: {changed}"
