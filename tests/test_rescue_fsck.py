@@ -1,4 +1,5 @@
 """Unattended check and repair from the kernel command line, with undo."""
+import os
 import re
 import shutil
 import subprocess
@@ -67,7 +68,7 @@ def test_two_repairs_keep_both_undo_files(guest, tmp_path):
     g.check("mkdir -p /mnt/u && mount /dev/vdb /mnt/u")
     first = g.run("rescue-fsck repair --undo-dir /mnt/u /dev/vda", timeout=120)[1]
     second = g.run("rescue-fsck repair --undo-dir /mnt/u /dev/vda", timeout=120)[1]
-    names = g.check("ls /mnt/u").split()
+    names = [os.path.basename(n) for n in g.check("find /mnt/u -name '*.e2undo'").split()]
     g.check("umount /mnt/u")
     assert g.poweroff() == 0
     assert len(names) == 2 and names[0] != names[1], (names, first, second)
