@@ -58,8 +58,12 @@ def test_legacy_fstab_mounts_read_only_and_chroots(guest, tmp_path):
     assert "/mnt/root" not in g.check("cat /proc/mounts")
     changed = [os.path.basename(d) for d, b in zip(disks, before) if sha256_file(d) != b]
     assert not changed, f"the read-only session wrote to {changed}"
-    # --rw, explicitly: now a write goes through.
-    g.check("rescue-mount --rw LABEL=xrroot && echo written > /mnt/root/data/new && rescue-mount --umount")
+    # --rw, explicitly: now a write goes through, on every volume mounted.
+    g.check("rescue-mount LABEL=xrroot && rescue-mount --rw && echo written > /mnt/root/data/new && "
+            "touch /mnt/root/old/x && rescue-mount --umount")
+    # A list left behind by unmounting by hand does not block the next session.
+    g.check("rescue-mount LABEL=xrroot && for m in dev proc sys run data old; do umount /mnt/root/$m; done && "
+            "umount /mnt/root && rescue-mount LABEL=xrroot && rescue-mount --umount")
     assert g.poweroff() == 0
     g.assert_no_fatal()
     fsck_clean(data)
