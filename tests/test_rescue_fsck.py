@@ -32,12 +32,18 @@ def test_check_reports_and_writes_nothing(guest, tmp_path):
     assert [sha256_file(bad), sha256_file(good)] == before, "a read-only check wrote to a disk"
 
 
-def test_repair_with_undo_on_a_named_disk(guest, tmp_path):
-    bad = damaged(tmp_path, "bad")
-    original = str(tmp_path / "bad.orig")
+def damaged_and_undo_disk(tmp_path, name):
+    """A damaged volume, a copy of it as it was, and a blank ext4 for undo files."""
+    bad = damaged(tmp_path, name)
+    original = str(tmp_path / f"{name}.orig")
     shutil.copy(bad, original)
     undo_disk = str(tmp_path / "undo.img")
     make_fs(undo_disk, "64M", label="undo")
+    return bad, original, undo_disk
+
+
+def test_repair_with_undo_on_a_named_disk(guest, tmp_path):
+    bad, original, undo_disk = damaged_and_undo_disk(tmp_path, "bad")
     log = run_to_poweroff(guest, "fsck-repair", [bad, undo_disk],
                           "rescue.fsck=repair rescue.devices=vda rescue.undo=LABEL=undo")
     m = re.search(r"e2undo /run/undo-disk(/extrescue-undo/vda-\d{8}-\d{6}-0\.e2undo) /dev/vda", log)
@@ -59,11 +65,7 @@ def dump(img, path, to):
 
 
 def test_two_repairs_keep_both_undo_files(guest, tmp_path):
-    bad = damaged(tmp_path, "twice")
-    original = str(tmp_path / "twice.orig")
-    shutil.copy(bad, original)
-    undo_disk = str(tmp_path / "undo.img")
-    make_fs(undo_disk, "64M", label="undo")
+    bad, original, undo_disk = damaged_and_undo_disk(tmp_path, "twice")
     g = boot_with_disks(guest, "fsck-twice", [bad, undo_disk])
     g.check("mkdir -p /mnt/u && mount /dev/vdb /mnt/u")
     first = g.run("rescue-fsck repair --undo-dir /mnt/u /dev/vda", timeout=120)[1]
