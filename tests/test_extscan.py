@@ -261,3 +261,22 @@ def test_backup_superblock_needs_a_layout(tmp_path):
     plain = image(tmp_path, "plain", size="64M")
     put(str(plain), 1024, bytes(1024))
     assert scan(plain)[0]["backup_superblock"] == 8193
+
+
+def test_second_path_and_udev_names(guest, tmp_path):
+    """One image on two virtio disks with the same serial: the second is a
+    path to the first, not a volume of its own. And /dev/disk/by-id and
+    by-path names resolve without udev."""
+    img = image(tmp_path, "mpath", size="32M")
+    g = guest("extscan-multipath", ["--direct", "--disk", f"{img},if=virtio-blk,serial=XRMP1",
+                                    "--disk", f"{img},if=virtio-blk,serial=XRMP1"])
+    g.wait_shell()
+    volumes = {v["device"]: v for v in json.loads(g.check("extscan --json"))}
+    assert volumes["/dev/vda"]["label"] == "mpath", volumes
+    assert volumes["/dev/vdb"]["member"] == "multipath", volumes
+    assert "second path to /dev/vda" in volumes["/dev/vdb"]["member_of"], volumes
+    assert g.check("/lib/extrescue/resolve-dev /dev/disk/by-id/virtio-XRMP1").strip() == "/dev/vda"
+    pci = g.check("basename $(dirname $(readlink -f /sys/class/block/vdb/device))").strip()
+    assert g.check(f"/lib/extrescue/resolve-dev /dev/disk/by-path/pci-{pci}").strip() == "/dev/vdb"
+    assert g.run("/lib/extrescue/resolve-dev /dev/disk/by-id/nothing-here")[0] == 1
+    assert g.poweroff() == 0
