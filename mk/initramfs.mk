@@ -7,7 +7,7 @@ INITRAMFS_INPUTS := initramfs/init initramfs/base.list initramfs/gen-list \
 # Binaries of our own and of other components add themselves here.
 INITRAMFS_DEPS := $(STAMPS)/busybox-built $(STAMPS)/e2fsprogs-built $(STAMPS)/util-linux-built \
 	$(STAMPS)/mdadm-built $(STAMPS)/lvm2-built $(STAMPS)/cryptsetup-built \
-	$(SRC_ROOT)/sbin/extscan $(SRC_ROOT)/sbin/iobench $(SRC_ROOT)/lib/extrescue/inroot $(GEN_INIT_CPIO)
+	$(SRC_ROOT)/sbin/extscan $(SRC_ROOT)/sbin/iobench $(SRC_ROOT)/lib/extrescue/inroot $(SRC_ROOT)/sbin/cmdline $(GEN_INIT_CPIO)
 
 $(STAMPS)/initramfs-gen: $(INITRAMFS_INPUTS) $(foreach n,linux busybox e2fsprogs util-linux mdadm lvm2 cryptsetup,$(call pin_stamp,$(n))) $(EPOCH_STAMP) | $(BUILD)
 	@rm -rf $(INITRAMFS_GEN) && mkdir -p $(INITRAMFS_GEN)/etc $(INITRAMFS_GEN)/usr/share/doc/extrescue

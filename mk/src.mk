@@ -26,6 +26,17 @@ $(SRC_ROOT)/sbin/extscan: $(EXTSCAN_SRC) | $(STAMPS)/linux-headers
 	@strip --strip-all $@
 	@scripts/check-static src $@
 
+# cmdline: the kernel command line as data (run by init).
+$(SRC_ROOT)/sbin/cmdline: src/cmdline.c | $(STAMPS)/linux-headers
+	@mkdir -p $(dir $@)
+	@$(MUSL_CC) $(MUSL_CFLAGS) -static -o $@ src/cmdline.c
+	@strip --strip-all $@
+	@scripts/check-static src $@
+
+$(SRC_OBJ)/host/cmdline: src/cmdline.c
+	@mkdir -p $(dir $@)
+	@$(CC) -O2 -Wall -Wextra -Werror -fsanitize=address,undefined -o $@ src/cmdline.c
+
 # inroot: resolves the target's paths inside its root (used by rescue-mount).
 $(SRC_ROOT)/lib/extrescue/inroot: src/inroot.c | $(STAMPS)/linux-headers
 	@mkdir -p $(dir $@)

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,7 @@ static const struct { unsigned long long block; unsigned int log_block_size; } c
 #define NCOPIES 4
 #define COPY_OFFSET(c) (copies[c].block << (10 + copies[c].log_block_size))
 
-static int verbose, json, list_only, member_only;
+static int verbose, wide, json, list_only, member_only;
 static struct extsb_support kernel;
 
 struct result {
@@ -464,7 +465,7 @@ static void when(int64_t t, char *out, size_t size)
 	if (t <= 0 || !gmtime_r(&tt, &tm))
 		snprintf(out, size, "never");
 	else
-		strftime(out, size, "%Y-%m-%d %H:%M", &tm);
+		strftime(out, size, "%Y-%m-%d %H:%M UTC", &tm);
 }
 
 static void uuid_text(const uint8_t *u, char *out)
@@ -484,7 +485,7 @@ static void size_text(unsigned long long b, char *out, size_t size)
 		v /= 1024;
 		i++;
 	}
-	snprintf(out, size, "%.1f%c", v, unit[i]);
+	snprintf(out, size, v >= 100 ? "%.0f%c" : "%.1f%c", v, unit[i]);
 }
 
 /* The state, led by a damaged primary superblock when a backup stood in. */
@@ -581,7 +582,11 @@ static void print_json(struct result *r, int n)
 	printf("\n]\n");
 }
 
-static void print_table(struct result *r, int n)
+/* The wide table: every column on one line (--wide, or a terminal at least
+ * WIDE_COLUMNS wide). */
+#define WIDE_COLUMNS 180
+
+static void print_wide(struct result *r, int n)
 {
 	int rows = 0, w = 16;
 
@@ -594,7 +599,7 @@ static void print_table(struct result *r, int n)
 	       "KIND", "LABEL", "UUID", "STATE", "MOUNT", "E2FSCK", "LAST MOUNTED", "MOUNTS",
 	       "CHECKED");
 	for (int i = 0; i < n; i++) {
-		char size[16], state[256], kb[96], fb[96], uuid[40], mt[20], ck[20], lm[100], mounts[24];
+		char size[16], state[256], kb[96], fb[96], uuid[40], mt[24], ck[24], lm[100], mounts[24];
 		enum extsb_access ka, fa;
 
 		if (!shown(&r[i]))
@@ -639,6 +644,123 @@ static void print_table(struct result *r, int n)
 		printf("(no ext2/ext3/ext4 filesystems found)\n");
 }
 
+/* TEXT from column COL of a line WIDTH wide, broken at spaces, continued
+ * at column INDENT. */
+static void wrap(const char *text, int col, int indent, int width)
+{
+	while (*text) {
+		int room = width - col, len = (int) strlen(text), cut = len;
+
+		if (len > room) {
+			for (cut = room; cut > 0 && text[cut] != ' '; cut--)
+				;
+			if (cut <= 0)
+				cut = room > 0 ? room : len;
+		}
+		printf("%.*s\n", cut, text);
+		text += cut;
+		while (*text == ' ')
+			text++;
+		if (*text)
+			printf("%*s", indent, "");
+		col = indent;
+	}
+}
+
+/* A line of details under a volume, indented and wrapped. */
+static void detail(int width, const char *fmt, ...)
+{
+	char line[1200];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	printf("    ");
+	wrap(line, 4, 6, width);
+}
+
+/* The table for a terminal (80 columns when its width is unknown): one line
+ * per volume with the columns that matter, details below it. */
+static void print_narrow(struct result *r, int n, int width)
+{
+	/* DEVICE SIZE KIND LABEL STATE MOUNT FSCK: 15+1+6+1+12+1+16+1+15+1+5+1+4 = 79 */
+	const char *row = "%-15s %6s %-12s %-16s %-15s %-5s %s\n";
+	int rows = 0;
+
+	printf(row, "DEVICE", "SIZE", "KIND", "LABEL", "STATE", "MOUNT", "FSCK");
+	for (int i = 0; i < n; i++) {
+		char size[16], state[256], shortstate[20], kb[96], fb[96], uuid[40], mt[24], ck[24];
+		const char *dev = r[i].dev;
+		enum extsb_access ka, fa;
+
+		if (!shown(&r[i]))
+			continue;
+		rows++;
+		size_text(r[i].bytes, size, sizeof(size));
+		/* A long name (/dev/mapper/...) gets a line of its own. */
+		if (strlen(dev) > 15) {
+			printf("%s\n", dev);
+			dev = "";
+		}
+		if (r[i].member.kind != LAYOUT_NONE || !r[i].ok) {
+			char what[400];
+
+			if (r[i].member.kind != LAYOUT_NONE)
+				snprintf(what, sizeof(what), "%s: %s", r[i].member.what, layout_verdict(r[i].member.kind));
+			else
+				snprintf(what, sizeof(what), "could not read: %s", r[i].error);
+			printf("%-15s %6s %-12s ", dev, size,
+			       r[i].member.kind != LAYOUT_NONE ? layout_kind_name(r[i].member.kind) : "?");
+			wrap(what, 36, 36, width);
+			continue;
+		}
+		damaged_state(&r[i], state, sizeof(state));
+		if (strlen(state) > 15)
+			snprintf(shortstate, sizeof(shortstate), "%.14s+", state);
+		else
+			snprintf(shortstate, sizeof(shortstate), "%.15s", state);
+		ka = extsb_access(&r[i].sb, &kernel, kb, sizeof(kb));
+		fa = extsb_access(&r[i].sb, &extsb_e2fsck, fb, sizeof(fb));
+		printf(row, dev, size, extsb_kind(&r[i].sb), r[i].sb.label[0] ? r[i].sb.label : "-", shortstate,
+		       access_word(ka), fa == EXTSB_NONE ? "no" : "yes");
+		if (strlen(state) > 15)
+			detail(width, "state: %s", state);
+		if (ka != EXTSB_RW)
+			detail(width, "mount: %s: %s", ka == EXTSB_RO ? "read-only only" : "cannot mount", kb);
+		if (fa == EXTSB_NONE)
+			detail(width, "e2fsck: cannot check: %s", fb);
+		if (verbose) {
+			char feats[1024];
+
+			uuid_text(r[i].sb.uuid, uuid);
+			when(r[i].sb.mtime, mt, sizeof(mt));
+			when(r[i].sb.lastcheck, ck, sizeof(ck));
+			detail(width, "UUID %s", uuid);
+			detail(width, "last mounted on %s: %s, mounted %u times%s, last checked: %s",
+			       r[i].sb.last_mounted[0] ? r[i].sb.last_mounted : "-", mt, r[i].sb.mnt_count,
+			       r[i].sb.max_mnt_count > 0 ? " (check forced after the limit)" : "", ck);
+			extsb_features(&r[i].sb, feats, sizeof(feats));
+			detail(width, "features: %s", feats);
+		}
+	}
+	if (!rows)
+		printf("(no ext2/ext3/ext4 filesystems found)\n");
+}
+
+static void print_table(struct result *r, int n)
+{
+	struct winsize ws;
+	int width = 80;
+
+	if (isatty(1) && ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40)
+		width = ws.ws_col;
+	if (wide || width >= WIDE_COLUMNS)
+		print_wide(r, n);
+	else
+		print_narrow(r, n, width);
+}
+
 /* What sysfs adds to the bytes: partitions and holders, and second paths to
  * one disk (same WWID or serial, same size, same contents). */
 static void system_context(struct result *r, int n)
@@ -678,6 +800,8 @@ int main(int argc, char **argv)
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) {
 			verbose = 1;
+		} else if (!strcmp(argv[i], "--wide")) {
+			wide = 1;
 		} else if (!strcmp(argv[i], "--json")) {
 			json = 1;
 		} else if (!strcmp(argv[i], "--devices")) {
@@ -685,9 +809,11 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--member")) {
 			member_only = 1;
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf("usage: extscan [-v] [--json | --devices | --member] [DEVICE...]\n"
+			printf("usage: extscan [-v] [--wide | --json | --devices | --member] [DEVICE...]\n"
 			       "Lists ext2/3/4 filesystems on all block devices (or the ones named),\n"
 			       "their state, and whether this kernel can mount and e2fsck can check them.\n"
+			       "The table fits the terminal (80 columns when unknown); -v adds UUID,\n"
+			       "times (UTC) and features; --wide puts every column on one line.\n"
 			       "Members of md arrays, LVM, LUKS and bcache, partitioned disks and second\n"
 			       "paths are shown as such: assemble or use what they belong to instead.\n"
 			       "--devices prints one tab-separated line per device: DEVICE fs [BACKUP\n"

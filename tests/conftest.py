@@ -21,8 +21,9 @@ def guest(request):
     failed = getattr(request.node, "rep_call", None) is None or request.node.rep_call.failed
     for g in made:
         g.kill()
-        if not failed and os.path.exists(g.log_path):
-            os.unlink(g.log_path)
+        for path in [g.log_path] + [c.log_path for c in g.consoles]:
+            if not failed and os.path.exists(path):
+                os.unlink(path)
 
 
 @pytest.hookimpl(hookwrapper=True)

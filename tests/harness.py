@@ -6,10 +6,12 @@ by EXTRESCUE_TIMEOUT_SCALE, the one knob for slow machines.
 """
 import os
 import re
+import socket
 import subprocess
 import time
 
 import pexpect
+from pexpect import fdpexpect
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.environ.get("OUT", os.path.join(TOP, "out"))
@@ -29,30 +31,13 @@ class GuestError(AssertionError):
     pass
 
 
-class Guest:
-    """One QEMU boot. `run()` returns (exit status, output) of a shell command."""
-
-    def __init__(self, name, args, boot_timeout=120):
-        os.makedirs(LOGS, exist_ok=True)
-        self.name = name
-        self.log_path = os.path.join(LOGS, f"{name}.log")
-        self.cmd = [RUN, "--serial-log", self.log_path] + list(args)
-        self.boot_timeout = boot_timeout
-        self.started = None
-        self.child = None
-        self.seq = 0
-
-    def start(self):
-        if os.path.exists(self.log_path):
-            os.unlink(self.log_path)
-        self.started = time.monotonic()
-        self.child = pexpect.spawn(self.cmd[0], self.cmd[1:], encoding="utf-8",
-                                   codec_errors="replace", timeout=scaled(60))
-        return self
+class Shell:
+    """A root shell on one console of a guest: `run()` returns (exit status,
+    output) of a command. Subclasses give it self.child, self.name, self.log_path."""
 
     def wait_shell(self):
         """Waits for the root shell; returns seconds since QEMU started."""
-        self.expect([PROMPT], scaled(self.boot_timeout), "the shell prompt on ttyS0")
+        self.expect([PROMPT], scaled(self.boot_timeout), "the shell prompt")
         took = time.monotonic() - self.started
         # A quiet prompt and no line editing keep command output clean.
         self.run("stty -echo cols 500; PS1='extrescue:# '")
@@ -93,13 +78,39 @@ class Guest:
             raise GuestError(f"{self.name}: '{command}' exited {status}: {output[-800:]}")
         return output
 
-    def poweroff(self):
-        self.child.sendline("poweroff -f")
+
+class Guest(Shell):
+    """One QEMU boot, driven over its first serial port (ttyS0, stdio)."""
+
+    def __init__(self, name, args, boot_timeout=120):
+        os.makedirs(LOGS, exist_ok=True)
+        self.name = name
+        self.log_path = os.path.join(LOGS, f"{name}.log")
+        self.cmd = [RUN, "--serial-log", self.log_path] + list(args)
+        self.boot_timeout = boot_timeout
+        self.started = None
+        self.child = None
+        self.seq = 0
+        self.consoles = []
+
+    def start(self):
+        if os.path.exists(self.log_path):
+            os.unlink(self.log_path)
+        self.started = time.monotonic()
+        self.child = pexpect.spawn(self.cmd[0], self.cmd[1:], encoding="utf-8",
+                                   codec_errors="replace", timeout=scaled(60))
+        return self
+
+    def poweroff(self, command="poweroff -f"):
+        """Powers off with COMMAND (plain `poweroff` runs extrescue's way out)."""
+        self.child.sendline(command)
         self.expect([pexpect.EOF], scaled(60), "QEMU to exit after poweroff")
         self.child.close()
         return self.child.exitstatus
 
     def kill(self):
+        for c in self.consoles:
+            c.close()
         if self.child and self.child.isalive():
             self.child.terminate(force=True)
 
@@ -113,6 +124,36 @@ class Guest:
             m = re.search(pat, log)
             if m:
                 raise GuestError(f"{self.name}: serial log has '{m.group(0)}'; see {self.log_path}")
+
+
+class SocketConsole(Shell):
+    """Another console of a running guest (a second serial port, a virtio
+    console) that QEMU offers on a unix socket; logged beside the guest's."""
+
+    def __init__(self, guest, path, name):
+        self.name = f"{guest.name}-{name}"
+        self.log_path = os.path.join(LOGS, f"{self.name}.log")
+        self.boot_timeout = guest.boot_timeout
+        self.started = guest.started
+        self.seq = 0
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        deadline = time.monotonic() + scaled(30)
+        while True:
+            try:
+                self.sock.connect(path)
+                break
+            except (FileNotFoundError, ConnectionRefusedError):
+                if time.monotonic() > deadline:
+                    raise GuestError(f"{self.name}: QEMU never offered {path}")
+                time.sleep(0.05)
+        self.log = open(self.log_path, "w")
+        self.child = fdpexpect.fdspawn(self.sock.fileno(), encoding="utf-8", codec_errors="replace",
+                                       timeout=scaled(60), logfile=self.log)
+        guest.consoles.append(self)
+
+    def close(self):
+        self.sock.close()
+        self.log.close()
 
 
 def boot_with_disks(guest, name, disks, mem=512):

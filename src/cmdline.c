@@ -1,0 +1,235 @@
+/*
+ * cmdline: the kernel command line as data. Splits it the way the kernel
+ * does (spaces separate words, double quotes group, no other escapes),
+ * checks every rescue.* parameter against what it may be, and writes each
+ * accepted value to a file of its own (DIR/param/KEY) and each console= to
+ * DIR/consoles, one per line. Nothing is evaluated: the shell scripts read
+ * those files with cat. A parameter that is unknown or malformed gets one
+ * warning line on standard error and is left out; the exit status is 0
+ * whatever the input, because PID 1 must go on.
+ *
+ * usage: cmdline [--dir DIR] [FILE]    (defaults: /run/extrescue, /proc/cmdline)
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define MAX_LINE 8192	/* x86 passes at most 2048; be generous, then stop */
+#define MAX_VALUE 1024
+
+enum kind { WORD, NUMBER, NAMES, DEVICE, KEYFILE };
+
+static const struct param {
+	const char *key;
+	enum kind kind;
+	const char *words;	/* WORD: the accepted values, '|'-separated */
+	long min, max;		/* NUMBER: the range accepted */
+} params[] = {
+	{"fsck", WORD, "report|check|repair", 0, 0},
+	{"devices", NAMES, NULL, 0, 0},
+	{"undo", DEVICE, NULL, 0, 0},
+	{"after", WORD, "shell|poweroff|reboot", 0, 0},
+	{"settle", NUMBER, NULL, 0, 3600},
+	{"assemble", WORD, "ro|rw", 0, 0},
+	{"keyfile", KEYFILE, NULL, 0, 0},
+	{"timeout", NUMBER, NULL, 1, 86400},
+	{"progress", NUMBER, NULL, 1, 86400},
+};
+
+static const char *dir = "/run/extrescue";
+
+/* Printable ASCII, spaces included (quotes let a value hold them). */
+static int printable(const char *s)
+{
+	for (; *s; s++)
+		if (*s < 0x20 || *s > 0x7e)
+			return 0;
+	return 1;
+}
+
+static int one_of(const char *v, const char *words)
+{
+	size_t n = strlen(v);
+
+	for (const char *w = words; *w;) {
+		size_t len = strcspn(w, "|");
+
+		if (len == n && !strncmp(w, v, n))
+			return 1;
+		w += len + (w[len] == '|');
+	}
+	return 0;
+}
+
+/* NULL when VALUE suits P, else why not. */
+static const char *judge(const struct param *p, const char *v)
+{
+	char *end;
+	long n;
+
+	if (strlen(v) > MAX_VALUE)
+		return "is longer than 1024 characters";
+	if (!printable(v))
+		return "holds control characters";
+	switch (p->kind) {
+	case WORD:
+		return one_of(v, p->words) ? NULL : "is not one of the accepted values";
+	case NUMBER:
+		errno = 0;
+		n = strtol(v, &end, 10);
+		return (!*v || *end || errno || n < p->min || n > p->max) ? "is not a number in range" : NULL;
+	case NAMES:
+		/* Device names, comma-separated, none empty. */
+		if (!*v || *v == ',' || v[strlen(v) - 1] == ',' || strstr(v, ",,"))
+			return "has an empty device name";
+		return NULL;
+	case DEVICE:
+		return *v ? NULL : "is empty";
+	case KEYFILE:
+		return (strchr(v, ':') && *v != ':' && v[strlen(v) - 1] != ':') ? NULL : "is not DEVICE:PATH";
+	}
+	return "is not understood";
+}
+
+static void warn(const char *key, const char *value, const char *why)
+{
+	/* Shown, not trusted: at most 40 characters, controls as '?'. */
+	char shown[48];
+	size_t i = 0;
+
+	for (; value && value[i] && i < 40; i++)
+		shown[i] = (value[i] < 0x20 || value[i] > 0x7e) ? '?' : value[i];
+	shown[i] = 0;
+	fprintf(stderr, "extrescue: rescue.%s%s%s%s %s; ignored\n", key, value ? "=" : "", shown,
+		value && strlen(value) > 40 ? "..." : "", why);
+}
+
+static void save(const char *file, const char *value, const char *mode)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	f = fopen(path, mode);
+	if (!f) {
+		fprintf(stderr, "extrescue: cannot write %s: %s\n", path, strerror(errno));
+		return;
+	}
+	fprintf(f, "%s%s", value, *mode == 'a' ? "\n" : "");
+	fclose(f);
+}
+
+static void take(char *param, char *value)
+{
+	char *key;
+
+	if (!strcmp(param, "console") && value) {
+		if (printable(value) && strlen(value) <= 64)
+			save("consoles", value, "a");
+		return;
+	}
+	if (strncmp(param, "rescue.", 7))
+		return;
+	key = param + 7;
+	for (size_t i = 0; i < sizeof(params) / sizeof(params[0]); i++) {
+		const char *why;
+		char file[64];
+
+		if (strcmp(params[i].key, key))
+			continue;
+		if (!value) {
+			warn(key, NULL, "has no value");
+			return;
+		}
+		if ((why = judge(&params[i], value))) {
+			warn(key, value, why);
+			return;
+		}
+		snprintf(file, sizeof(file), "param/%s", key);
+		save(file, value, "w");
+		return;
+	}
+	warn(key[0] && strlen(key) < 32 && printable(key) ? key : "?", NULL, "is not a parameter extrescue knows");
+}
+
+/* The kernel's next_arg(): one word, "quoted" parts may hold spaces; the
+ * quotes around a value (or the whole word) are not part of it. */
+static char *next_word(char *s, char **param, char **value)
+{
+	int in_quote = 0, quoted = 0;
+	size_t i, equals = 0;
+
+	if (*s == '"') {
+		s++;
+		in_quote = quoted = 1;
+	}
+	for (i = 0; s[i]; i++) {
+		if ((s[i] == ' ' || s[i] == '\t' || s[i] == '\n') && !in_quote)
+			break;
+		if (!equals && s[i] == '=')
+			equals = i;
+		if (s[i] == '"')
+			in_quote = !in_quote;
+	}
+	*param = s;
+	*value = NULL;
+	if (equals) {
+		s[equals] = 0;
+		*value = s + equals + 1;
+		if (**value == '"') {
+			(*value)++;
+			if (i > 0 && s[i - 1] == '"')
+				s[i - 1] = 0;
+		}
+	}
+	if (quoted && i > 0 && s[i - 1] == '"')
+		s[i - 1] = 0;
+	if (s[i]) {
+		s[i] = 0;
+		i++;
+	}
+	while (s[i] == ' ' || s[i] == '\t' || s[i] == '\n')
+		i++;
+	return s + i;
+}
+
+int main(int argc, char **argv)
+{
+	const char *file = "/proc/cmdline";
+	static char line[MAX_LINE + 1];
+	char path[512];
+	size_t n;
+	FILE *f;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--dir") && i + 1 < argc)
+			dir = argv[++i];
+		else
+			file = argv[i];
+	}
+	snprintf(path, sizeof(path), "%s/param", dir);
+	mkdir(dir, 0755);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/consoles", dir);
+	remove(path);
+	f = fopen(file, "r");
+	if (!f) {
+		fprintf(stderr, "extrescue: cannot read %s: %s; no parameters taken\n", file, strerror(errno));
+		return 0;
+	}
+	n = fread(line, 1, MAX_LINE, f);
+	fclose(f);
+	line[n] = 0;
+	if (memchr(line, 0, n))
+		n = strlen(line);
+	for (char *s = line + strspn(line, " \t\n"); *s;) {
+		char *param, *value;
+
+		s = next_word(s, &param, &value);
+		if (*param)
+			take(param, value);
+	}
+	return 0;
+}
