@@ -17,50 +17,42 @@ $(SRC_OBJ)/test-fast-string: src/test-fast-string.c src/fast-string.c
 	@$(CC) -O2 -Wall -Wextra -fno-builtin -Dmemcmp=xr_memcmp -Dstrncmp=xr_strncmp -c src/fast-string.c -o $@.o
 	@$(CC) -O2 -Wall -Wextra src/test-fast-string.c $@.o -o $@
 
-# extscan: static for the image, native for the host-side unit tests.
-EXTSCAN_SRC := src/extscan.c src/extsb.c src/extsb.h src/layout.c src/layout.h
+# Our tools: static with musl for the image; the ones with host-side tests
+# also natively, with the sanitizers. $(call static_tool,TARGET,DEPS) and
+# $(call host_tool,TARGET,DEPS,EXTRA CFLAGS) compile the .c files of DEPS.
+define static_tool
+$(1): $(2) | $$(STAMPS)/linux-headers
+	@mkdir -p $$(dir $$@)
+	@$$(MUSL_CC) $$(MUSL_CFLAGS) -static -o $$@ $$(filter %.c,$(2))
+	@strip --strip-all $$@
+	@scripts/check-static src $$@
+endef
+define host_tool
+$(1): $(2)
+	@mkdir -p $$(dir $$@)
+	@$$(CC) -O2 -Wall -Wextra -Werror $(3) -o $$@ $$(filter %.c,$(2))
+endef
+SANITIZE := -fsanitize=address,undefined
 SRC_ROOT := $(BUILD)/src-root
-$(SRC_ROOT)/sbin/extscan: $(EXTSCAN_SRC) | $(STAMPS)/linux-headers
-	@mkdir -p $(dir $@)
-	@$(MUSL_CC) $(MUSL_CFLAGS) -static -o $@ src/extscan.c src/extsb.c src/layout.c
-	@strip --strip-all $@
-	@scripts/check-static src $@
+
+# extscan: what is on every disk, read-only.
+EXTSCAN_SRC := src/extscan.c src/extsb.c src/extsb.h src/layout.c src/layout.h
+$(eval $(call static_tool,$(SRC_ROOT)/sbin/extscan,$(EXTSCAN_SRC)))
+$(eval $(call host_tool,$(SRC_OBJ)/host/extscan,$(EXTSCAN_SRC),$(SANITIZE)))
 
 # cmdline: the kernel command line as data (run by init).
-$(SRC_ROOT)/sbin/cmdline: src/cmdline.c | $(STAMPS)/linux-headers
-	@mkdir -p $(dir $@)
-	@$(MUSL_CC) $(MUSL_CFLAGS) -static -o $@ src/cmdline.c
-	@strip --strip-all $@
-	@scripts/check-static src $@
-
-$(SRC_OBJ)/host/cmdline: src/cmdline.c
-	@mkdir -p $(dir $@)
-	@$(CC) -O2 -Wall -Wextra -Werror -fsanitize=address,undefined -o $@ src/cmdline.c
+$(eval $(call static_tool,$(SRC_ROOT)/sbin/cmdline,src/cmdline.c))
+$(eval $(call host_tool,$(SRC_OBJ)/host/cmdline,src/cmdline.c,$(SANITIZE)))
 
 # inroot: resolves the target's paths inside its root (used by rescue-mount).
-$(SRC_ROOT)/lib/extrescue/inroot: src/inroot.c | $(STAMPS)/linux-headers
-	@mkdir -p $(dir $@)
-	@$(MUSL_CC) $(MUSL_CFLAGS) -static -o $@ src/inroot.c
-	@strip --strip-all $@
-	@scripts/check-static src $@
+$(eval $(call static_tool,$(SRC_ROOT)/lib/extrescue/inroot,src/inroot.c))
 
-# iobench: static for the image; the same source builds for the host so a
-# loop device there gives the side-by-side table.
+# iobench: the same source builds for the host so a loop device there gives
+# the side-by-side table.
 IOBENCH_SRC := src/iobench.c src/iobench-dev.c src/iobench-work.c src/iobench-report.c src/md5.c
 IOBENCH_DEPS := $(IOBENCH_SRC) $(wildcard src/iobench*.h) src/md5.h
-$(SRC_ROOT)/sbin/iobench: $(IOBENCH_DEPS) | $(STAMPS)/linux-headers
-	@mkdir -p $(dir $@)
-	@$(MUSL_CC) $(MUSL_CFLAGS) -static -o $@ $(IOBENCH_SRC)
-	@strip --strip-all $@
-	@scripts/check-static src $@
-
-$(SRC_OBJ)/host/iobench: $(IOBENCH_DEPS)
-	@mkdir -p $(dir $@)
-	@$(CC) -O2 -Wall -Wextra -Werror -o $@ $(IOBENCH_SRC)
-
-$(SRC_OBJ)/host/extscan: $(EXTSCAN_SRC)
-	@mkdir -p $(dir $@)
-	@$(CC) -O2 -Wall -Wextra -Werror -fsanitize=address,undefined -o $@ src/extscan.c src/extsb.c src/layout.c
+$(eval $(call static_tool,$(SRC_ROOT)/sbin/iobench,$(IOBENCH_DEPS)))
+$(eval $(call host_tool,$(SRC_OBJ)/host/iobench,$(IOBENCH_DEPS)))
 
 # Fuzzing needs clang's libFuzzer, installed on first use only.
 FUZZ_SECONDS ?= 60

@@ -5,7 +5,7 @@ PYTEST := /usr/bin/python3 -m pytest
 EXTRESCUE_TIMEOUT_SCALE ?= 1
 export EXTRESCUE_TIMEOUT_SCALE
 
-.PHONY: test test-build test-boot run bench bench-fsck bench-kernel bench-io bench-assemble bench-crash repro-check
+.PHONY: test test-build test-boot run bench bench-fsck bench-kernel bench-io bench-assemble bench-crash bench-consoles repro-check
 test: $(ISO) ## run the whole test suite (boots, controllers, e2fsprogs suite, build checks)
 	@$(PYTEST) -q -p no:cacheprovider tests/
 
@@ -38,6 +38,10 @@ bench-assemble: $(ISO) ## storage tool sizes; seconds to the RAID1+LVM+LUKS2 sta
 bench-crash: $(ISO) ## seconds to a crashed 1 GiB ext4's files through the RAM overlay vs plain mount -o ro (TCG)
 	@mkdir -p $(OUT)/bench
 	@tests/bench-crash 5
+
+bench-consoles: $(ISO) ## seconds to a shell on each console kind; what an unanswered passphrase costs (TCG)
+	@mkdir -p $(OUT)/bench
+	@tests/bench-consoles 3
 
 # Two clean builds from the same commit must give the same ISO, byte for byte.
 repro-check: | $(STAMPS)/host-deps ## build twice from clean and compare the ISO's sha256

@@ -279,14 +279,14 @@ static void sysfs_attr(const char *name, const char *attr, char *out, size_t siz
 	out[strcspn(out, "\n")] = 0;
 }
 
-/* extrescue's own read-only overlays (dm snapshots named xr-*) and the loop
+/* extrescue's own read-only overlays (dm snapshots named xr-ro-*) and the loop
  * devices holding their exceptions in RAM are views, not disks. */
 static int own_overlay(const char *name)
 {
 	char v[300];
 
 	sysfs_attr(name, "dm/name", v, sizeof(v));
-	if (!strncmp(v, "xr-", 3))
+	if (!strncmp(v, "xr-ro-", 6))
 		return 1;
 	sysfs_attr(name, "loop/backing_file", v, sizeof(v));
 	return !strncmp(v, "/run/extrescue/", 15);
@@ -388,7 +388,7 @@ static void system_layout(const char *name, struct layout *l)
 			continue;
 		snprintf(attr, sizeof(attr), "holders/%s/dm/name", e->d_name);
 		sysfs_attr(name, attr, v, sizeof(v));
-		if (!strncmp(v, "xr-", 3))
+		if (!strncmp(v, "xr-ro-", 6))
 			continue;
 		l->kind = LAYOUT_HELD;
 		snprintf(l->what, sizeof(l->what), "in use by %.40s%s%.120s", e->d_name, v[0] ? " " : "", v);
