@@ -135,7 +135,7 @@ def test_ram_guard_on_lvm_and_luks(guest, tmp_path):
 def test_progress_lines_in_an_unattended_check(guest, tmp_path):
     """A check that takes a while prints where it is on every console."""
     img = str(tmp_path / "slow.img")
-    make_fs(img, "1G", label="slow", options=["-N", "600000", "-O", "^metadata_csum,^uninit_bg",
+    make_fs(img, "3G", label="slow", options=["-N", "3000000", "-O", "^metadata_csum,^uninit_bg",
                                                  "-E", "lazy_itable_init=0"])
     log = run_to_poweroff(guest, "fsck-progress", [img], "rescue.fsck=check rescue.progress=1", timeout=600)
     lines = re.findall(r"extrescue: /dev/vda: pass (\d) of 5, (\d+)% done, (\d+)m(\d+)s so far", log)
