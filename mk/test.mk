@@ -5,12 +5,15 @@ PYTEST := /usr/bin/python3 -m pytest
 EXTRESCUE_TIMEOUT_SCALE ?= 1
 export EXTRESCUE_TIMEOUT_SCALE
 
-.PHONY: test test-build test-boot run bench bench-fsck bench-kernel bench-io bench-assemble bench-crash bench-consoles repro-check
+.PHONY: test test-build test-boot test-server run bench bench-fsck bench-kernel bench-io bench-assemble bench-crash bench-consoles repro-check
 test: $(ISO) ## run the whole test suite (boots, controllers, e2fsprogs suite, build checks)
 	@$(PYTEST) -q -p no:cacheprovider tests/
 
 test-build: | $(STAMPS)/host-deps ## only the build-system checks (no boot)
 	@$(PYTEST) -q -p no:cacheprovider tests/test_build.py
+
+test-server: $(ISO) ## only the real-server suite (a Debian 12 server broken and repaired)
+	@$(PYTEST) -q -s -p no:cacheprovider tests/test_server.py
 
 test-boot: $(ISO) ## only the boot tests
 	@$(PYTEST) -q -p no:cacheprovider tests/test_boot.py

@@ -1,0 +1,191 @@
+"""A real Debian 12 server on disk images, for the end-to-end suite: the
+cached debootstrap tree (tests/server/build-fixture) laid out as an installer
+would (MBR, one ext4 root; /srv on a disk of its own), GRUB installed from a
+preparation boot of the rescue image (rescue-mount --rw, rescue-chroot
+grub-install, update-grub), a known data set under /home and /srv whose
+checksums stay outside the images, and helpers to boot the server, damage it
+from the host and check it afterwards."""
+import contextlib
+import hashlib
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import time
+
+from disks import make_fs
+from harness import TOP, Guest, GuestError, host, scaled
+
+FIXTURE = os.path.join(TOP, "tests", "server", "build-fixture")
+ROOT_UUID = "7d3f0a52-9c41-4d6e-b2a8-5e1f3c9d0b71"
+SRV_UUID = "2b8e6c14-0f3a-4b95-8d27-c6a1e9f40d58"
+PART_START = 1 << 20                 # the root partition starts at 1 MiB
+ROOT_SIZE = "3G"
+PASSWORD = "extrescue"
+# What the server shows when it booted, and when it stopped on the way.
+LOGIN = r"xrserver login:"
+STUCK = [r"\(initramfs\)", r"emergency mode", r"UNEXPECTED INCONSISTENCY", r"Give root password",
+         r"Boot failed", r"No bootable device", r"Press Enter for maintenance"]
+
+
+def data_set(base):
+    """The known files under BASE/home/admin and BASE/srv/data; returns {path: sha256}."""
+    sums = {}
+    for top, count in (("home/admin/docs", 240), ("srv/data", 120)):
+        for i in range(count):
+            rel = f"{top}/d{i % 12:02d}/file{i:03d}"
+            path = os.path.join(base, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            data = hashlib.sha256(f"{rel}".encode()).digest() * (8 + (i * 131) % 700)
+            with open(path, "wb") as f:
+                f.write(data)
+            sums["/" + rel] = hashlib.sha256(data).hexdigest()
+    return sums
+
+
+@contextlib.contextmanager
+def partition(img, offset=PART_START):
+    """The filesystem at OFFSET of IMG as a host loop device (the host makes no
+    partition devices for loop devices)."""
+    dev = subprocess.run(["losetup", "-f", "--show", "-o", str(offset), img],
+                         check=True, capture_output=True, text=True).stdout.strip()
+    try:
+        yield dev
+    finally:
+        subprocess.run(["losetup", "-d", dev], check=True)
+
+
+def read_files(img, paths, offset=PART_START):
+    """{path: sha256 or None} of PATHS in the filesystem of IMG (None: unreadable)."""
+    out = {}
+    with tempfile_dir() as tmp, partition(img, offset) if offset else contextlib.nullcontext(img) as dev:
+        for p in paths:
+            dest = os.path.join(tmp, "f")
+            if os.path.exists(dest):
+                os.unlink(dest)
+            subprocess.run(["debugfs", "-R", f"dump {p} {dest}", dev], capture_output=True)
+            if os.path.exists(dest):
+                with open(dest, "rb") as f:
+                    out[p] = hashlib.sha256(f.read()).hexdigest()
+            else:
+                out[p] = None
+    return out
+
+
+@contextlib.contextmanager
+def tempfile_dir():
+    d = tempfile.mkdtemp(prefix="xr-server.")
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def debugfs_w(img, *cmds, offset=PART_START):
+    with partition(img, offset) as dev:
+        for c in cmds:
+            r = subprocess.run(["debugfs", "-w", "-R", c, dev], capture_output=True, text=True)
+            assert r.returncode == 0, f"debugfs {c}: {r.stderr}"
+
+
+def debugfs_r(img, cmd, offset=PART_START):
+    with partition(img, offset) as dev:
+        return subprocess.run(["debugfs", "-R", cmd, dev], capture_output=True, text=True).stdout
+
+
+FSTAB = (f"UUID={ROOT_UUID} / ext4 errors=remount-ro 0 1\n"
+         f"UUID={SRV_UUID} /srv ext4 defaults 0 2\n")
+
+
+def build(folder, guest_factory):
+    """The plain BIOS server in FOLDER: root.img (MBR, ext4 root with GRUB)
+    and srv.img (ext3 with extents, the original patch series' format, as
+    /srv). Returns (root, srv, {path: sha256}, seconds to build)."""
+    start = time.monotonic()
+    r = host([FIXTURE])
+    assert r.returncode == 0, r.stderr
+    tarball = r.stdout.strip().splitlines()[-1]
+    tree = os.path.join(folder, "tree")
+    os.makedirs(tree)
+    with tarfile.open(tarball) as t:
+        t.extractall(tree, numeric_owner=True)
+    sums = data_set(tree)
+    srv_tree = os.path.join(folder, "srv-tree")
+    shutil.move(os.path.join(tree, "srv", "data"), os.path.join(srv_tree, "data"))
+    with open(os.path.join(tree, "etc", "fstab"), "w") as f:
+        f.write(FSTAB)
+    root = os.path.join(folder, "root.img")
+    subprocess.run(["truncate", "-s", ROOT_SIZE, root], check=True)
+    sectors = (os.path.getsize(root) - PART_START) // 512
+    # An MBR with one bootable Linux partition from 1 MiB to the end.
+    with open(root, "r+b") as f:
+        f.seek(446)
+        f.write(bytes([0x80, 0, 0, 0, 0x83, 0, 0, 0]) + (PART_START // 512).to_bytes(4, "little")
+                + sectors.to_bytes(4, "little"))
+        f.seek(510)
+        f.write(b"\x55\xaa")
+    subprocess.run(["mke2fs", "-q", "-F", "-t", "ext4", "-L", "xrsroot", "-U", ROOT_UUID, "-d", tree,
+                    "-E", f"offset={PART_START}", root, f"{sectors // 2}k"], check=True)
+    srv = os.path.join(folder, "srv.img")
+    make_fs(srv, "256M", fstype="ext3", label="xrssrv", options=["-O", "extents", "-U", SRV_UUID],
+            populate=srv_tree)
+    shutil.rmtree(tree)
+    shutil.rmtree(srv_tree)
+
+    # GRUB from inside the server, installed by the rescue image itself.
+    g = guest_factory("server-grub-install", ["--direct", "--mem", "1024", "--disk", f"{root},if=virtio-blk,rw",
+                                              "--disk", f"{srv},if=virtio-blk,rw"])
+    g.wait_shell()
+    install_grub(g)
+    assert g.poweroff("poweroff") == 0
+    return root, srv, sums, time.monotonic() - start
+
+
+def install_grub(g):
+    """rescue-mount --rw, grub-install and update-grub in rescue-chroot (the
+    repair of a lost boot loader, and how the fixture gets one at all)."""
+    g.check("rescue-mount --rw /dev/vda1", timeout=120)
+    out = g.check("rescue-chroot grub-install /dev/vda 2>&1", timeout=600)
+    assert "No error reported" in out, out
+    g.check("rescue-chroot update-grub 2>&1", timeout=600)
+    g.check("rescue-mount --umount")
+
+
+def copy_layout(folder, name, root, srv):
+    """Fresh copies of the server's disks for one scenario."""
+    out = []
+    for img in (root, srv):
+        dest = os.path.join(folder, f"{name}-{os.path.basename(img)}")
+        subprocess.run(["cp", "--sparse=always", img, dest], check=True)
+        out.append(dest)
+    return out
+
+
+def boot_server(guest_factory, name, root, srv, expect_login=True, timeout=600):
+    """Boots the server from its own disk. Returns (guest, seconds): at its
+    login prompt, or stuck on the way (the pattern it stopped at is
+    guest.stuck)."""
+    # SeaBIOS writes to the serial port too (its "sercon"), so a disk with
+    # nothing to boot says so there.
+    g = guest_factory(name, ["--own-disk", "--mem", "1024", "--disk", f"{root},if=virtio-blk,rw",
+                             "--disk", f"{srv},if=virtio-blk,rw", "--", "-fw_cfg", "name=etc/sercon-port,string=1016"],
+                      boot_timeout=timeout)
+    i = g.expect([LOGIN] + STUCK, scaled(timeout), "the server's login prompt or where it stopped")
+    took = time.monotonic() - g.started
+    g.stuck = None if i == 0 else STUCK[i - 1]
+    if expect_login and g.stuck:
+        raise GuestError(f"{name}: the server stopped at '{g.stuck}'; log {g.log_path}")
+    if not expect_login and not g.stuck:
+        raise GuestError(f"{name}: the server booted, though it was broken; log {g.log_path}")
+    return g, took
+
+
+def login(g):
+    """Logs in as root on the server's serial console; the shell then works with run()."""
+    g.child.sendline("root")
+    g.expect([r"Password:"], scaled(60), "the password prompt")
+    g.child.sendline(PASSWORD)
+    g.expect([r"root@xrserver:~# "], scaled(120), "root's shell")
+    g.child.sendline("stty -echo; PS1='xrserver# '")
+    g.expect([r"xrserver# "], scaled(30), "the new prompt")

@@ -1,0 +1,163 @@
+"""The whole job on a real Debian 12 server (tests/server.py): it is broken,
+shown not to boot, repaired with extrescue as an administrator would, and
+shown to boot again with its data intact. Seconds of each boot and repair are
+printed (pytest -s shows them)."""
+import time
+
+import pytest
+
+from disks import make_fs, sha256_file
+from harness import Guest, scaled
+from server import (SRV_UUID, boot_server, build, copy_layout, debugfs_r, debugfs_w, install_grub, login,
+                    read_files)
+
+pytestmark = pytest.mark.server
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, request):
+    """The server's disks, built once for the module; every scenario copies them."""
+    folder = str(tmp_path_factory.mktemp("server"))
+    made = []
+
+    def factory(name, args, boot_timeout=120):
+        g = Guest(name, args, boot_timeout).start()
+        made.append(g)
+        return g
+
+    try:
+        root, srv, sums, took = build(folder, factory)
+    finally:
+        for g in made:
+            g.kill()
+    print(f"\nserver fixture: built in {took:.0f} s")
+    return {"folder": folder, "root": root, "srv": srv, "sums": sums}
+
+
+def rescue(guest, name, disks, append=None, mem=1024):
+    args = ["--direct", "--mem", str(mem)]
+    if append:
+        args += ["--append", append]
+    for d in disks:
+        args += ["--disk", f"{d},if=virtio-blk,rw"]
+    return guest(name, args, boot_timeout=180)
+
+
+def figures(name, failing, repair, good):
+    print(f"\n{name}: failing boot {failing:.0f} s, repair {repair:.0f} s, good boot {good:.0f} s")
+
+
+def test_damaged_root_repaired_unattended(guest, server, tmp_path):
+    root, srv = copy_layout(str(tmp_path), "s1", server["root"], server["srv"])
+    sums = server["sums"]
+    # A directory block of d03 zeroed, an inode table block under d05's files garbled.
+    dblock = int(debugfs_r(root, "blocks /home/admin/docs/d03").split()[0])
+    ino = int(debugfs_r(root, "stat /home/admin/docs/d05/file005").split("Inode:")[1].split()[0])
+    where = debugfs_r(root, f"imap <{ino}>")
+    iblock = int(where.split("located at block")[1].split(",")[0])
+    bs = 4096
+    with open(root, "r+b") as f:
+        f.seek((1 << 20) + dblock * bs)
+        f.write(bytes(bs))
+        f.seek((1 << 20) + iblock * bs)
+        f.write(bytes((i * 37 + 11) % 256 for i in range(bs)))
+    damaged = {p for p in sums if p.startswith(("/home/admin/docs/d03/", "/home/admin/docs/d05/"))}
+    # As the kernel does when it meets such damage: errors recorded, so the
+    # server's initramfs runs a full check at boot (and gives up on it).
+    debugfs_w(root, "ssv state 3")
+
+    g, failing = boot_server(guest, "s1-broken", root, srv, expect_login=False)
+    g.kill()
+    undo = str(tmp_path / "undo.img")
+    make_fs(undo, "512M", label="xrundo")
+    g = rescue(guest, "s1-repair", [root, srv, undo],
+               "console=ttyS0,115200n8 rescue.fsck=repair rescue.devices=vda1 rescue.undo=LABEL=xrundo "
+               "rescue.after=poweroff")
+    g.expect(["rescue-fsck repair: summary"], scaled(900), "the repair's summary")
+    started = g.started
+    g.expect([r"reboot: Power down"], scaled(120), "the power-off")
+    repair = time.monotonic() - started
+    log = g.serial_log()
+    assert "/dev/vda1" in log.split("rescue-fsck repair: summary")[1] and "errors corrected" in log, log[-3000:]
+    assert "lost+found now holds" in log, log[-3000:]
+    g, good = boot_server(guest, "s1-fixed", root, srv)
+    g.kill()
+    figures("damaged root", failing, repair, good)
+    files = read_files(root, [p for p in sums if p.startswith("/home/") and p not in damaged])
+    wrong = [p for p, s in files.items() if s != sums[p]]
+    assert not wrong, f"files outside the damage changed: {wrong[:5]}"
+
+
+def test_boot_loader_gone_reinstalled_by_hand(guest, server, tmp_path):
+    root, srv = copy_layout(str(tmp_path), "s2", server["root"], server["srv"])
+    with open(root, "r+b") as f:     # boot code of the MBR and GRUB's core image after it
+        f.write(bytes(446))
+        f.seek(512)
+        f.write(bytes((1 << 20) - 512))
+    g, failing = boot_server(guest, "s2-broken", root, srv, expect_login=False, timeout=120)
+    g.kill()
+    g = rescue(guest, "s2-repair", [root, srv])
+    g.wait_shell()
+    t = time.monotonic()
+    install_grub(g)
+    assert g.poweroff("poweroff") == 0
+    repair = time.monotonic() - t
+    g, good = boot_server(guest, "s2-fixed", root, srv)
+    g.kill()
+    figures("boot loader gone", failing, repair, good)
+
+
+def test_crashed_mid_write_looked_at_read_only(guest, server, tmp_path):
+    root, srv = copy_layout(str(tmp_path), "s3", server["root"], server["srv"])
+    g, before_boot = boot_server(guest, "s3-server", root, srv)
+    login(g)
+    g.check("echo synced-before-the-crash > /root/crash-file && sync")
+    g.kill()                              # the power cut
+    assert "needs_recovery" in debugfs_r(root, "features")
+    before = [sha256_file(root), sha256_file(srv)]
+    g = rescue(guest, "s3-look", [root, srv])
+    g.wait_shell()
+    t = time.monotonic()
+    out = g.check("rescue-mount /dev/vda1", timeout=120)
+    assert "journal replayed in RAM" in out, out
+    assert g.check("cat /mnt/root/root/crash-file").strip() == "synced-before-the-crash"
+    g.check("rescue-mount --umount")
+    out = g.check("rescue-fsck check /dev/vda1", timeout=600)
+    assert "/dev/vda1        0      clean (journal replayed in RAM)" in out, out
+    assert g.poweroff() == 0
+    look = time.monotonic() - t
+    assert [sha256_file(root), sha256_file(srv)] == before, "the read-only look wrote to the server's disks"
+    g, good = boot_server(guest, "s3-after", root, srv)
+    login(g)
+    assert g.check("cat /root/crash-file").strip() == "synced-before-the-crash"
+    g.kill()
+    figures("crashed mid-write", before_boot, look, good)
+
+
+def test_legacy_fstab_rewritten(guest, server, tmp_path):
+    root, srv = copy_layout(str(tmp_path), "s4", server["root"], server["srv"])
+    legacy = (f"UUID=7d3f0a52-9c41-4d6e-b2a8-5e1f3c9d0b71 / ext4 errors=remount-ro 0 1\n"
+              f"UUID={SRV_UUID} /srv ext4dev defaults,extents,mballoc,delalloc 0 2\n")
+    fstab = tmp_path / "fstab"
+    fstab.write_text(legacy)
+    debugfs_w(root, "rm /etc/fstab", f"write {fstab} /etc/fstab")
+    g, failing = boot_server(guest, "s4-broken", root, srv, expect_login=False)
+    g.kill()
+    g = rescue(guest, "s4-repair", [root, srv])
+    g.wait_shell()
+    t = time.monotonic()
+    out = g.check("rescue-mount --rw /dev/vda1", timeout=120)
+    assert "/srv" in out and "mounted rw" in out.split("/srv")[1].splitlines()[0], out
+    out = g.check("rescue-fstab")
+    assert "line 2: /srv: type ext4dev -> ext4; options extents, mballoc dropped" in out, out
+    out = g.check("rescue-fstab --write")
+    assert "rewritten; the old one is /mnt/root/etc/fstab.extrescue-" in out, out
+    assert g.check("grep /srv /mnt/root/etc/fstab").split()[2:4] == ["ext4", "defaults,delalloc"]
+    g.check("rescue-mount --umount")
+    assert g.poweroff("poweroff") == 0
+    repair = time.monotonic() - t
+    g, good = boot_server(guest, "s4-fixed", root, srv)
+    login(g)
+    assert "/srv" in g.check("findmnt -n -o TARGET /srv")
+    g.kill()
+    figures("legacy fstab", failing, repair, good)
