@@ -64,7 +64,8 @@ def read_files(img, paths, offset=PART_START):
             dest = os.path.join(tmp, "f")
             if os.path.exists(dest):
                 os.unlink(dest)
-            subprocess.run(["debugfs", "-R", f"dump {p} {dest}", dev], capture_output=True)
+            # -c: a server stopped at its login prompt left bitmaps to its journal.
+            subprocess.run(["debugfs", "-c", "-R", f"dump {p} {dest}", dev], capture_output=True)
             if os.path.exists(dest):
                 with open(dest, "rb") as f:
                     out[p] = hashlib.sha256(f.read()).hexdigest()
@@ -91,7 +92,7 @@ def debugfs_w(img, *cmds, offset=PART_START):
 
 def debugfs_r(img, cmd, offset=PART_START):
     with partition(img, offset) as dev:
-        return subprocess.run(["debugfs", "-R", cmd, dev], capture_output=True, text=True).stdout
+        return subprocess.run(["debugfs", "-c", "-R", cmd, dev], capture_output=True, text=True).stdout
 
 
 FSTAB = (f"UUID={ROOT_UUID} / ext4 errors=remount-ro 0 1\n"
