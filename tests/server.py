@@ -15,9 +15,10 @@ import tempfile
 import time
 
 from disks import make_fs
-from harness import TOP, Guest, GuestError, host, scaled
+from harness import OUT, TOP, GuestError, host, scaled
 
 FIXTURE = os.path.join(TOP, "tests", "server", "build-fixture")
+SFDISK = os.path.join(OUT, "build", "util-linux-root", "sbin", "sfdisk")
 ROOT_UUID = "7d3f0a52-9c41-4d6e-b2a8-5e1f3c9d0b71"
 SRV_UUID = "2b8e6c14-0f3a-4b95-8d27-c6a1e9f40d58"
 PART_START = 1 << 20                 # the root partition starts at 1 MiB
@@ -26,7 +27,8 @@ PASSWORD = "extrescue"
 # What the server shows when it booted, and when it stopped on the way.
 LOGIN = r"xrserver login:"
 STUCK = [r"\(initramfs\)", r"emergency mode", r"UNEXPECTED INCONSISTENCY", r"Give root password",
-         r"Boot failed", r"No bootable device", r"Press Enter for maintenance"]
+         r"Boot failed", r"No bootable device", r"Press Enter for maintenance", r"Shell> ",
+         r"BdsDxe: No bootable option"]
 
 
 def data_set(base):
@@ -106,14 +108,23 @@ def debugfs_r(img, cmd, offset=PART_START):
         return subprocess.run(["debugfs", "-c", "-R", cmd, dev], capture_output=True, text=True).stdout
 
 
-FSTAB = (f"UUID={ROOT_UUID} / ext4 errors=remount-ro 0 1\n"
-         f"UUID={SRV_UUID} /srv ext4 defaults 0 2\n")
+ESP_ID = "1234-ABCD"                 # the ESP's FAT volume id, for its fstab line
+UEFI_ROOT_START = 65 << 20           # UEFI: ESP from 1 MiB, root from 65 MiB
 
 
-def build(folder, guest_factory):
-    """The plain BIOS server in FOLDER: root.img (MBR, ext4 root with GRUB)
-    and srv.img (ext3 with extents, the original patch series' format, as
-    /srv). Returns (root, srv, {path: sha256}, seconds to build)."""
+def fstab(firmware):
+    lines = f"UUID={ROOT_UUID} / ext4 errors=remount-ro 0 1\n"
+    if firmware == "uefi":
+        lines += f"UUID={ESP_ID} /boot/efi vfat umask=0077 0 1\n"
+    return lines + f"UUID={SRV_UUID} /srv ext4 defaults 0 2\n"
+
+
+def build(folder, guest_factory, firmware="bios"):
+    """The server in FOLDER: root.img (BIOS: MBR and one ext4 root; UEFI: GPT,
+    ESP and ext4 root, with OVMF's variable store in vars.fd) and srv.img
+    (ext3 with extents, the original patch series' format, as /srv).
+    Returns (layout, {path: sha256}, seconds to build); a layout is a dict
+    of root, srv, offset (of the root filesystem), firmware, vars, rootdev."""
     start = time.monotonic()
     r = host([FIXTURE])
     assert r.returncode == 0, r.stderr
@@ -126,62 +137,103 @@ def build(folder, guest_factory):
     srv_tree = os.path.join(folder, "srv-tree")
     shutil.move(os.path.join(tree, "srv", "data"), os.path.join(srv_tree, "data"))
     with open(os.path.join(tree, "etc", "fstab"), "w") as f:
-        f.write(FSTAB)
+        f.write(fstab(firmware))
     root = os.path.join(folder, "root.img")
     subprocess.run(["truncate", "-s", ROOT_SIZE, root], check=True)
-    sectors = (os.path.getsize(root) - PART_START) // 512
-    # An MBR with one bootable Linux partition from 1 MiB to the end.
-    with open(root, "r+b") as f:
-        f.seek(446)
-        f.write(bytes([0x80, 0, 0, 0, 0x83, 0, 0, 0]) + (PART_START // 512).to_bytes(4, "little")
-                + sectors.to_bytes(4, "little"))
-        f.seek(510)
-        f.write(b"\x55\xaa")
+    size = os.path.getsize(root)
+    layout = {"root": root, "firmware": firmware, "vars": None}
+    if firmware == "bios":
+        offset = PART_START
+        sectors = (size - offset) // 512
+        # An MBR with one bootable Linux partition from 1 MiB to the end.
+        with open(root, "r+b") as f:
+            f.seek(446)
+            f.write(bytes([0x80, 0, 0, 0, 0x83, 0, 0, 0]) + (offset // 512).to_bytes(4, "little")
+                    + sectors.to_bytes(4, "little"))
+            f.seek(510)
+            f.write(b"\x55\xaa")
+        layout["rootdev"] = "/dev/vda1"
+    else:
+        offset = UEFI_ROOT_START
+        subprocess.run([SFDISK, "-q", root], check=True, text=True,
+                       input=f"label: gpt\n2048,{(offset >> 9) - 2048},U\n{offset >> 9},,L\n")
+        sectors = (size - offset - (1 << 20)) // 512      # the backup GPT lives at the end
+        esp = os.path.join(folder, "esp.img")
+        subprocess.run(["mkfs.fat", "-C", "-F", "32", "-n", "ESP", "-i", ESP_ID.replace("-", ""), esp,
+                        str((offset - PART_START) // 1024)], check=True, capture_output=True)
+        subprocess.run(["dd", f"if={esp}", f"of={root}", "bs=1M", "seek=1", "conv=notrunc", "status=none"],
+                       check=True)
+        os.unlink(esp)
+        os.makedirs(os.path.join(tree, "boot", "efi"), exist_ok=True)
+        layout["rootdev"] = "/dev/vda2"
+        layout["vars"] = os.path.join(folder, "vars.fd")
+    layout["offset"] = offset
     subprocess.run(["mke2fs", "-q", "-F", "-t", "ext4", "-L", "xrsroot", "-U", ROOT_UUID, "-d", tree,
-                    "-E", f"offset={PART_START}", root, f"{sectors // 2}k"], check=True)
+                    "-E", f"offset={offset}", root, f"{sectors // 2}k"], check=True)
     srv = os.path.join(folder, "srv.img")
     make_fs(srv, "256M", fstype="ext3", label="xrssrv", options=["-O", "extents", "-U", SRV_UUID],
             populate=srv_tree)
+    layout["srv"] = srv
     shutil.rmtree(tree)
     shutil.rmtree(srv_tree)
 
     # GRUB from inside the server, installed by the rescue image itself.
-    g = guest_factory("server-grub-install", ["--direct", "--mem", "1024", "--disk", f"{root},if=virtio-blk,rw",
-                                              "--disk", f"{srv},if=virtio-blk,rw"])
+    g = rescue_boot(guest_factory, "server-grub-install", layout, [root, srv])
     g.wait_shell()
-    install_grub(g)
+    install_grub(g, layout)
     assert g.poweroff("poweroff") == 0
-    return root, srv, sums, time.monotonic() - start
+    return layout, sums, time.monotonic() - start
 
 
-def install_grub(g):
-    """rescue-mount --rw, grub-install and update-grub in rescue-chroot (the
-    repair of a lost boot loader, and how the fixture gets one at all)."""
-    g.check("rescue-mount --rw /dev/vda1", timeout=120)
-    out = g.check("rescue-chroot grub-install /dev/vda 2>&1", timeout=600)
+def rescue_boot(guest_factory, name, layout, disks, append=None, mem=1024):
+    """The rescue image, booted directly with the server's firmware (and its
+    variable store under UEFI) and DISKS."""
+    args = ["--direct", "--mem", str(mem)]
+    if layout["firmware"] == "uefi":
+        args += ["--firmware", "uefi", "--efivars", layout["vars"]]
+    if append:
+        args += ["--append", append]
+    for d in disks:
+        args += ["--disk", f"{d},if=virtio-blk,rw"]
+    return guest_factory(name, args, boot_timeout=180)
+
+
+GRUB_INSTALL = {"bios": "grub-install /dev/vda",
+                "uefi": "grub-install --target=x86_64-efi --efi-directory=/boot/efi --bootloader-id=debian"}
+
+
+def install_grub(g, layout):
+    """rescue-mount --rw (the ESP follows from fstab), grub-install and
+    update-grub in rescue-chroot: the repair of a lost boot loader, and how
+    the fixture gets one at all."""
+    g.check(f"rescue-mount --rw {layout['rootdev']}", timeout=120)
+    out = g.check(f"rescue-chroot {GRUB_INSTALL[layout['firmware']]} 2>&1", timeout=600)
     assert "No error reported" in out, out
     g.check("rescue-chroot update-grub 2>&1", timeout=600)
     g.check("rescue-mount --umount")
 
 
-def copy_layout(folder, name, root, srv):
-    """Fresh copies of the server's disks for one scenario."""
-    out = []
-    for img in (root, srv):
-        dest = os.path.join(folder, f"{name}-{os.path.basename(img)}")
-        subprocess.run(["cp", "--sparse=always", img, dest], check=True)
-        out.append(dest)
+def copy_layout(folder, name, layout):
+    """Fresh copies of the server's disks (and variable store) for one scenario."""
+    out = dict(layout)
+    for key in ("root", "srv", "vars"):
+        if layout[key]:
+            out[key] = os.path.join(folder, f"{name}-{os.path.basename(layout[key])}")
+            subprocess.run(["cp", "--sparse=always", layout[key], out[key]], check=True)
     return out
 
 
-def boot_server(guest_factory, name, root, srv, expect_login=True, timeout=600):
-    """Boots the server from its own disk. Returns (guest, seconds): at its
-    login prompt, or stuck on the way (guest.stuck says where). A disk the
-    firmware cannot boot shows nothing at all on the serial console (SeaBIOS
-    writes to the screen): with expect_login False, silence for TIMEOUT
-    seconds counts as stuck there."""
-    g = guest_factory(name, ["--own-disk", "--mem", "1024", "--disk", f"{root},if=virtio-blk,rw",
-                             "--disk", f"{srv},if=virtio-blk,rw"], boot_timeout=timeout)
+def boot_server(guest_factory, name, layout, expect_login=True, timeout=600):
+    """Boots the server from its own disk with its firmware. Returns (guest,
+    seconds): at its login prompt, or stuck on the way (guest.stuck says
+    where). A disk SeaBIOS cannot boot shows nothing at all on the serial
+    console (SeaBIOS writes to the screen): with expect_login False, silence
+    for TIMEOUT seconds counts as stuck there."""
+    args = ["--own-disk", "--mem", "1024", "--disk", f"{layout['root']},if=virtio-blk,rw",
+            "--disk", f"{layout['srv']},if=virtio-blk,rw"]
+    if layout["firmware"] == "uefi":
+        args += ["--firmware", "uefi", "--efivars", layout["vars"]]
+    g = guest_factory(name, args, boot_timeout=timeout)
     try:
         i = g.expect([LOGIN] + STUCK, scaled(timeout), "the server's login prompt or where it stopped")
         g.stuck = None if i == 0 else STUCK[i - 1]

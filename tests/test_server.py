@@ -2,6 +2,7 @@
 shown not to boot, repaired with extrescue as an administrator would, and
 shown to boot again with its data intact. Seconds of each boot and repair are
 printed (pytest -s shows them)."""
+import subprocess
 import time
 
 import pytest
@@ -9,15 +10,13 @@ import pytest
 from disks import make_fs, sha256_file
 from harness import Guest, scaled
 from server import (SRV_UUID, boot_server, build, copy_layout, debugfs_r, debugfs_w, inode_numbers, install_grub,
-                    login, read_files)
+                    login, read_files, rescue_boot)
 
 pytestmark = pytest.mark.server
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, request):
-    """The server's disks, built once for the module; every scenario copies them."""
-    folder = str(tmp_path_factory.mktemp("server"))
+def built(tmp_path_factory, firmware):
+    folder = str(tmp_path_factory.mktemp(f"server-{firmware}"))
     made = []
 
     def factory(name, args, boot_timeout=120):
@@ -26,21 +25,24 @@ def server(tmp_path_factory, request):
         return g
 
     try:
-        root, srv, sums, took = build(folder, factory)
+        layout, sums, took = build(folder, factory, firmware)
     finally:
         for g in made:
             g.kill()
-    print(f"\nserver fixture: built in {took:.0f} s")
-    return {"folder": folder, "root": root, "srv": srv, "sums": sums}
+    print(f"\nserver fixture ({firmware}): built in {took:.0f} s")
+    return layout, sums
 
 
-def rescue(guest, name, disks, append=None, mem=1024):
-    args = ["--direct", "--mem", str(mem)]
-    if append:
-        args += ["--append", append]
-    for d in disks:
-        args += ["--disk", f"{d},if=virtio-blk,rw"]
-    return guest(name, args, boot_timeout=180)
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """The plain BIOS server's disks, built once for the module; every scenario copies them."""
+    return built(tmp_path_factory, "bios")
+
+
+@pytest.fixture(scope="module")
+def uefi_server(tmp_path_factory):
+    """The plain UEFI server (GPT, ESP, ext4 root, its own variable store)."""
+    return built(tmp_path_factory, "uefi")
 
 
 def figures(name, failing, repair, good):
@@ -48,8 +50,9 @@ def figures(name, failing, repair, good):
 
 
 def test_damaged_root_repaired_unattended(guest, server, tmp_path):
-    root, srv = copy_layout(str(tmp_path), "s1", server["root"], server["srv"])
-    sums = server["sums"]
+    base, sums = server
+    lay = copy_layout(str(tmp_path), "s1", base)
+    root, srv = lay["root"], lay["srv"]
     # A directory block of d03 zeroed, an inode table block under d05's files garbled.
     docs = [f"/home/admin/docs/d{i:02d}" for i in range(12)]
     inodes = inode_numbers(root, docs + ["/home/admin/docs"])
@@ -73,11 +76,11 @@ def test_damaged_root_repaired_unattended(guest, server, tmp_path):
     # server's initramfs runs a full check at boot (and gives up on it).
     debugfs_w(root, "ssv state 3")
 
-    g, failing = boot_server(guest, "s1-broken", root, srv, expect_login=False)
+    g, failing = boot_server(guest, "s1-broken", lay, expect_login=False)
     g.kill()
     undo = str(tmp_path / "undo.img")
     make_fs(undo, "512M", label="xrundo")
-    g = rescue(guest, "s1-repair", [root, srv, undo],
+    g = rescue_boot(guest, "s1-repair", lay, [root, srv, undo],
                "console=ttyS0,115200n8 rescue.fsck=repair rescue.devices=vda1 rescue.undo=LABEL=xrundo "
                "rescue.after=poweroff")
     g.expect(["rescue-fsck repair: summary"], scaled(900), "the repair's summary")
@@ -87,7 +90,7 @@ def test_damaged_root_repaired_unattended(guest, server, tmp_path):
     log = g.serial_log()
     assert "/dev/vda1" in log.split("rescue-fsck repair: summary")[1] and "errors corrected" in log, log[-3000:]
     assert "lost+found now holds" in log, log[-3000:]
-    g, good = boot_server(guest, "s1-fixed", root, srv)
+    g, good = boot_server(guest, "s1-fixed", lay)
     g.kill()
     figures("damaged root", failing, repair, good)
     files = read_files(root, [p for p in sums if p.startswith("/home/") and p not in damaged])
@@ -96,33 +99,56 @@ def test_damaged_root_repaired_unattended(guest, server, tmp_path):
 
 
 def test_boot_loader_gone_reinstalled_by_hand(guest, server, tmp_path):
-    root, srv = copy_layout(str(tmp_path), "s2", server["root"], server["srv"])
-    with open(root, "r+b") as f:     # boot code of the MBR and GRUB's core image after it
+    lay = copy_layout(str(tmp_path), "s2", server[0])
+    with open(lay["root"], "r+b") as f:     # boot code of the MBR and GRUB's core image after it
         f.write(bytes(446))
         f.seek(512)
         f.write(bytes((1 << 20) - 512))
-    g, failing = boot_server(guest, "s2-broken", root, srv, expect_login=False, timeout=45)
+    reinstall(guest, lay, "s2")
+
+
+def test_uefi_boot_loader_gone_reinstalled_by_hand(guest, uefi_server, tmp_path):
+    lay = copy_layout(str(tmp_path), "s2u", uefi_server[0])
+    g, _ = boot_server(guest, "s2u-server", lay)          # it boots, with its own boot entry
     g.kill()
-    g = rescue(guest, "s2-repair", [root, srv])
+    # \EFI\debian deleted from the ESP, its Boot#### variable removed.
+    r = subprocess.run(["mdeltree", "-i", f"{lay['root']}@@1M", "::/EFI/debian"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    g = rescue_boot(guest, "s2u-break", lay, [lay["root"], lay["srv"]])
+    g.wait_shell()
+    g.check(f"rescue-mount --rw {lay['rootdev']} && for b in $(rescue-chroot efibootmgr | "
+            "awk '/^Boot[0-9A-F]+\\* debian/ {print substr($1, 5, 4)}'); do rescue-chroot efibootmgr -q -B -b $b; "
+            "done && ! rescue-chroot efibootmgr | grep -q debian && rescue-mount --umount")
+    assert g.poweroff("poweroff") == 0
+    reinstall(guest, lay, "s2u")
+
+
+def reinstall(guest, lay, name):
+    """The server does not boot; grub-install and update-grub from
+    rescue-chroot, by hand; it boots."""
+    g, failing = boot_server(guest, f"{name}-broken", lay, expect_login=False, timeout=60)
+    g.kill()
+    g = rescue_boot(guest, f"{name}-repair", lay, [lay["root"], lay["srv"]])
     g.wait_shell()
     t = time.monotonic()
-    install_grub(g)
+    install_grub(g, lay)
     assert g.poweroff("poweroff") == 0
     repair = time.monotonic() - t
-    g, good = boot_server(guest, "s2-fixed", root, srv)
+    g, good = boot_server(guest, f"{name}-fixed", lay)
     g.kill()
-    figures("boot loader gone", failing, repair, good)
+    figures(f"boot loader gone ({lay['firmware']})", failing, repair, good)
 
 
 def test_crashed_mid_write_looked_at_read_only(guest, server, tmp_path):
-    root, srv = copy_layout(str(tmp_path), "s3", server["root"], server["srv"])
-    g, before_boot = boot_server(guest, "s3-server", root, srv)
+    lay = copy_layout(str(tmp_path), "s3", server[0])
+    root, srv = lay["root"], lay["srv"]
+    g, before_boot = boot_server(guest, "s3-server", lay)
     login(g)
     g.check("echo synced-before-the-crash > /root/crash-file && sync")
     g.kill()                              # the power cut
     assert "needs_recovery" in debugfs_r(root, "features")
     before = [sha256_file(root), sha256_file(srv)]
-    g = rescue(guest, "s3-look", [root, srv])
+    g = rescue_boot(guest, "s3-look", lay, [root, srv])
     g.wait_shell()
     t = time.monotonic()
     out = g.check("rescue-mount /dev/vda1", timeout=120)
@@ -134,7 +160,7 @@ def test_crashed_mid_write_looked_at_read_only(guest, server, tmp_path):
     assert g.poweroff() == 0
     look = time.monotonic() - t
     assert [sha256_file(root), sha256_file(srv)] == before, "the read-only look wrote to the server's disks"
-    g, good = boot_server(guest, "s3-after", root, srv)
+    g, good = boot_server(guest, "s3-after", lay)
     login(g)
     assert g.check("cat /root/crash-file").strip() == "synced-before-the-crash"
     g.kill()
@@ -142,15 +168,16 @@ def test_crashed_mid_write_looked_at_read_only(guest, server, tmp_path):
 
 
 def test_legacy_fstab_rewritten(guest, server, tmp_path):
-    root, srv = copy_layout(str(tmp_path), "s4", server["root"], server["srv"])
+    lay = copy_layout(str(tmp_path), "s4", server[0])
+    root = lay["root"]
     legacy = (f"UUID=7d3f0a52-9c41-4d6e-b2a8-5e1f3c9d0b71 / ext4 errors=remount-ro 0 1\n"
               f"UUID={SRV_UUID} /srv ext4dev defaults,extents,mballoc,delalloc 0 2\n")
     fstab = tmp_path / "fstab"
     fstab.write_text(legacy)
     debugfs_w(root, "rm /etc/fstab", f"write {fstab} /etc/fstab")
-    g, failing = boot_server(guest, "s4-broken", root, srv, expect_login=False)
+    g, failing = boot_server(guest, "s4-broken", lay, expect_login=False)
     g.kill()
-    g = rescue(guest, "s4-repair", [root, srv])
+    g = rescue_boot(guest, "s4-repair", lay, [root, lay["srv"]])
     g.wait_shell()
     t = time.monotonic()
     out = g.check("rescue-mount --rw /dev/vda1", timeout=120)
@@ -163,7 +190,7 @@ def test_legacy_fstab_rewritten(guest, server, tmp_path):
     g.check("rescue-mount --umount")
     assert g.poweroff("poweroff") == 0
     repair = time.monotonic() - t
-    g, good = boot_server(guest, "s4-fixed", root, srv)
+    g, good = boot_server(guest, "s4-fixed", lay)
     login(g)
     assert "/srv" in g.check("findmnt -n -o TARGET /srv")
     g.kill()
