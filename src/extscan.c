@@ -225,43 +225,6 @@ static void scan(const char *path, struct result *r)
 	}
 }
 
-static unsigned long long sysfs_bytes(const char *name)
-{
-	char path[300];
-	unsigned long long sectors = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/class/block/%s/size", name);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	if (fscanf(f, "%llu", &sectors) != 1)
-		sectors = 0;
-	fclose(f);
-	return sectors * 512;
-}
-
-/* /dev/NAME, or for device-mapper the /dev/mapper/ name LVM and cryptsetup
- * gave it (what an fstab or crypttab names). */
-static char *dm_path(const char *name)
-{
-	char path[300], dm[200] = "";
-	struct stat st;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/class/block/%s/dm/name", name);
-	if (!strncmp(name, "dm-", 3) && (f = fopen(path, "r"))) {
-		if (fgets(dm, sizeof(dm), f))
-			dm[strcspn(dm, "\n")] = 0;
-		fclose(f);
-		snprintf(path, sizeof(path), "/dev/mapper/%s", dm);
-		if (dm[0] && stat(path, &st) == 0 && S_ISBLK(st.st_mode))
-			return strdup(path);
-	}
-	snprintf(path, sizeof(path), "/dev/%s", name);
-	return strdup(path);
-}
-
 /* One line of a sysfs attribute of block device NAME (empty when absent). */
 static void sysfs_attr(const char *name, const char *attr, char *out, size_t size)
 {
@@ -277,6 +240,30 @@ static void sysfs_attr(const char *name, const char *attr, char *out, size_t siz
 		out[0] = 0;
 	fclose(f);
 	out[strcspn(out, "\n")] = 0;
+}
+
+static unsigned long long sysfs_bytes(const char *name)
+{
+	char v[32];
+
+	sysfs_attr(name, "size", v, sizeof(v));
+	return strtoull(v, NULL, 10) * 512;
+}
+
+/* /dev/NAME, or for device-mapper the /dev/mapper/ name LVM and cryptsetup
+ * gave it (what an fstab or crypttab names). */
+static char *dm_path(const char *name)
+{
+	char path[300], dm[200] = "";
+	struct stat st;
+
+	if (!strncmp(name, "dm-", 3))
+		sysfs_attr(name, "dm/name", dm, sizeof(dm));
+	snprintf(path, sizeof(path), "/dev/mapper/%s", dm);
+	if (dm[0] && stat(path, &st) == 0 && S_ISBLK(st.st_mode))
+		return strdup(path);
+	snprintf(path, sizeof(path), "/dev/%s", name);
+	return strdup(path);
 }
 
 /* extrescue's own read-only overlays (dm snapshots named xr-ro-*) and the loop

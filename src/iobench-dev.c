@@ -150,9 +150,7 @@ static int blkid_probe_dev(const char *path, char *out, size_t len)
 		_exit(127);
 	}
 	close(pfd[1]);
-	while ((n = read(pfd[0], out + got, len - 1 - got)) > 0 && got + (size_t)n < len - 1)
-		got += (size_t)n;
-	if (n > 0)
+	while (got < len - 1 && (n = read(pfd[0], out + got, len - 1 - got)) > 0)
 		got += (size_t)n;
 	out[got] = 0;
 	close(pfd[0]);

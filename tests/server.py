@@ -72,7 +72,7 @@ def inode_numbers(img, dirs, offset=PART_START):
 def read_files(img, paths, offset=PART_START):
     """{path: sha256 or None} of PATHS in the filesystem of IMG (None: unreadable)."""
     out = {}
-    with tempfile_dir() as tmp, partition(img, offset) if offset else contextlib.nullcontext(img) as dev:
+    with tempfile.TemporaryDirectory(prefix="xr-server.") as tmp, partition(img, offset) as dev:
         for p in paths:
             dest = os.path.join(tmp, "f")
             if os.path.exists(dest):
@@ -85,15 +85,6 @@ def read_files(img, paths, offset=PART_START):
             else:
                 out[p] = None
     return out
-
-
-@contextlib.contextmanager
-def tempfile_dir():
-    d = tempfile.mkdtemp(prefix="xr-server.")
-    try:
-        yield d
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def debugfs_w(img, *cmds, offset=PART_START):
