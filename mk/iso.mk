@@ -6,7 +6,7 @@ ISO_STAGE := $(BUILD)/iso-stage
 ESP_IMG := $(BUILD)/efiboot.img
 MANIFEST := $(OUT)/manifest
 ISO_INPUTS := iso/isolinux.cfg iso/loader/loader.conf $(wildcard iso/loader/entries/*.conf) \
-	iso/build-esp iso/build-iso scripts/manifest lvm2-patches/series
+	iso/build-esp iso/build-iso scripts/manifest lvm2-patches/series mdadm-patches/series
 
 $(STAMPS)/boot-debs: $(foreach n,isolinux syslinux-common systemd-boot-efi,$(call pin_stamp,$(n))) | $(STAMPS)/host-deps $(BUILD)
 	@rm -rf $(BOOT_DEBS) && mkdir -p $(BOOT_DEBS)

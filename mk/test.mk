@@ -13,7 +13,7 @@ test-build: | $(STAMPS)/host-deps ## only the build-system checks (no boot)
 	@$(PYTEST) -q -p no:cacheprovider tests/test_build.py
 
 test-server: $(ISO) ## only the real-server suite (a Debian 12 server broken and repaired)
-	@$(PYTEST) -q -s -p no:cacheprovider tests/test_server.py
+	@$(PYTEST) -q -s -p no:cacheprovider tests/test_server.py tests/test_server_encrypted.py
 
 test-boot: $(ISO) ## only the boot tests
 	@$(PYTEST) -q -p no:cacheprovider tests/test_boot.py

@@ -58,15 +58,41 @@ def partition(img, offset=PART_START):
         subprocess.run(["losetup", "-d", dev], check=True)
 
 
-def inode_numbers(img, dirs, offset=PART_START):
-    """{path: inode number} of the files in DIRS."""
+def inode_numbers(debugfs, dirs):
+    """{path: inode number} of the files in DIRS; DEBUGFS runs one read-only
+    debugfs request on the root filesystem and returns its output."""
     out = {}
     for d in dirs:
-        for line in debugfs_r(img, f"ls -p {d}", offset).splitlines():
+        for line in debugfs(f"ls -p {d}").splitlines():
             f = line.split("/")
             if len(f) > 6 and f[1] != "0" and f[5] not in (".", ".."):
                 out[f"{d}/{f[5]}"] = int(f[1])
     return out
+
+
+BLOCK = 4096
+# What an inode table block is overwritten with: the same on the host and in
+# a guest (`yes XRDAMAGE | head -c 4096`).
+GARBLE = (b"XRDAMAGE\n" * (BLOCK // 9 + 1))[:BLOCK]
+
+
+def plan_damage(debugfs, sums):
+    """Which blocks of the root filesystem to damage, as a disk failure would:
+    a directory block of /home/admin/docs/d03 (zeroed) and the inode table
+    block under d05's file005 (garbled). Returns (directory block, inode
+    table block, the data set's paths the damage may take: d03's names and
+    every file, or directory with what is in it, whose inode shared the block)."""
+    docs = [f"/home/admin/docs/d{i:02d}" for i in range(12)]
+    inodes = inode_numbers(debugfs, docs + ["/home/admin/docs"])
+    dblock = int(debugfs("blocks /home/admin/docs/d03").split()[0])
+    ino = inodes["/home/admin/docs/d05/file005"]
+    where = debugfs(f"imap <{ino}>")
+    iblock = int(where.split("located at block")[1].split(",")[0])
+    first = ino - int(where.split("offset")[1].split()[0], 16) // 256
+    damaged = {p for p in sums if p.startswith("/home/admin/docs/d03/")}
+    lost = [p for p, n in inodes.items() if first <= n < first + BLOCK // 256]
+    damaged |= {p for p in sums if any(p == q or p.startswith(q + "/") for q in lost)}
+    return dblock, iblock, damaged
 
 
 def read_files(img, paths, offset=PART_START):
@@ -110,13 +136,9 @@ def fstab(firmware):
     return lines + f"UUID={SRV_UUID} /srv ext4 defaults 0 2\n"
 
 
-def build(folder, guest_factory, firmware="bios"):
-    """The server in FOLDER: root.img (BIOS: MBR and one ext4 root; UEFI: GPT,
-    ESP and ext4 root, with OVMF's variable store in vars.fd) and srv.img
-    (ext3 with extents, the original patch series' format, as /srv).
-    Returns (layout, {path: sha256}, seconds to build); a layout is a dict
-    of root, srv, offset (of the root filesystem), firmware, vars, rootdev."""
-    start = time.monotonic()
+def unpack(folder):
+    """The cached Debian tree (built by tests/server/build-fixture on first
+    use), unpacked in FOLDER/tree; returns its path."""
     r = host([FIXTURE])
     assert r.returncode == 0, r.stderr
     tarball = r.stdout.strip().splitlines()[-1]
@@ -124,6 +146,18 @@ def build(folder, guest_factory, firmware="bios"):
     os.makedirs(tree)
     with tarfile.open(tarball) as t:
         t.extractall(tree, numeric_owner=True)
+    return tree
+
+
+def build(folder, guest_factory, firmware="bios"):
+    """The server in FOLDER: root.img (BIOS: MBR and one ext4 root; UEFI: GPT,
+    ESP and ext4 root, with OVMF's variable store in vars.fd) and srv.img
+    (ext3 with extents, the original patch series' format, as /srv).
+    Returns (layout, {path: sha256}, seconds to build); a layout is a dict
+    of disks (the images, in boot order), root, srv, offset (of the root
+    filesystem), firmware, vars, rootdev."""
+    start = time.monotonic()
+    tree = unpack(folder)
     sums = data_set(tree)
     srv_tree = os.path.join(folder, "srv-tree")
     shutil.move(os.path.join(tree, "srv", "data"), os.path.join(srv_tree, "data"))
@@ -165,6 +199,7 @@ def build(folder, guest_factory, firmware="bios"):
     make_fs(srv, "256M", fstype="ext3", label="xrssrv", options=["-O", "extents", "-U", SRV_UUID],
             populate=srv_tree)
     layout["srv"] = srv
+    layout["disks"] = [root, srv]
     shutil.rmtree(tree)
     shutil.rmtree(srv_tree)
 
@@ -207,27 +242,42 @@ def install_grub(g, layout):
 def copy_layout(folder, name, layout):
     """Fresh copies of the server's disks (and variable store) for one scenario."""
     out = dict(layout)
+    moved = {}
+    for path in layout["disks"] + [layout["vars"]]:
+        if path:
+            moved[path] = os.path.join(folder, f"{name}-{os.path.basename(path)}")
+            subprocess.run(["cp", "--sparse=always", path, moved[path]], check=True)
+    out["disks"] = [moved[d] for d in layout["disks"]]
     for key in ("root", "srv", "vars"):
-        if layout[key]:
-            out[key] = os.path.join(folder, f"{name}-{os.path.basename(layout[key])}")
-            subprocess.run(["cp", "--sparse=always", layout[key], out[key]], check=True)
+        if layout.get(key):
+            out[key] = moved[layout[key]]
     return out
 
 
+UNLOCK = r"Please unlock disk \S+: "
+
+
 def boot_server(guest_factory, name, layout, expect_login=True, timeout=600):
-    """Boots the server from its own disk with its firmware. Returns (guest,
+    """Boots the server from its own disks with its firmware; for an encrypted
+    root, types the passphrase at its initramfs prompt. Returns (guest,
     seconds): at its login prompt, or stuck on the way (guest.stuck says
     where). A disk SeaBIOS cannot boot shows nothing at all on the serial
     console (SeaBIOS writes to the screen): with expect_login False, silence
     for TIMEOUT seconds counts as stuck there."""
-    args = ["--own-disk", "--mem", "1024", "--disk", f"{layout['root']},if=virtio-blk,rw",
-            "--disk", f"{layout['srv']},if=virtio-blk,rw"]
+    args = ["--own-disk", "--mem", "1024"]
+    for d in layout["disks"]:
+        args += ["--disk", f"{d},if=virtio-blk,rw"]
     if layout["firmware"] == "uefi":
         args += ["--firmware", "uefi", "--efivars", layout["vars"]]
     g = guest_factory(name, args, boot_timeout=timeout)
+    g.stuck = None
     try:
-        i = g.expect([LOGIN] + STUCK, scaled(timeout), "the server's login prompt or where it stopped")
-        g.stuck = None if i == 0 else STUCK[i - 1]
+        while True:
+            i = g.expect([UNLOCK, LOGIN] + STUCK, scaled(timeout), "the server's login prompt or where it stopped")
+            if i > 0:
+                break
+            g.child.sendline(layout["passphrase"])
+        g.stuck = None if i == 1 else STUCK[i - 2]
     except GuestError:
         if expect_login or g.serial_log().strip():
             raise

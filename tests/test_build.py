@@ -104,14 +104,20 @@ def test_help_lists_targets():
 
 def test_missing_package_as_non_root_prints_command():
     import tempfile
-    # Under /tmp directly, so the unprivileged user can read it.
-    fd, lst = tempfile.mkstemp(prefix="extrescue-packages-", dir="/tmp")
-    with os.fdopen(fd, "w") as f:
+    # The script and the list copied under /tmp directly: the unprivileged
+    # user may not enter the clone's folder (a clone under /root is mode 700).
+    folder = tempfile.mkdtemp(prefix="extrescue-host-deps-", dir="/tmp")
+    os.chmod(folder, 0o755)
+    script, lst = os.path.join(folder, "host-deps"), os.path.join(folder, "packages")
+    shutil.copy(os.path.join(TOP, "scripts/host-deps"), script)
+    os.chmod(script, 0o755)
+    with open(lst, "w") as f:
         f.write("# test list\ncoreutils\nno-such-package-extrescue\n")
     os.chmod(lst, 0o644)
-    r = host(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-              os.path.join(TOP, "scripts/host-deps"), lst])
-    os.unlink(lst)
+    try:
+        r = host(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", script, lst], cwd="/")
+    finally:
+        shutil.rmtree(folder)
     assert r.returncode != 0
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1, r.stderr

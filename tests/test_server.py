@@ -9,8 +9,8 @@ import pytest
 
 from disks import make_fs, sha256_file
 from harness import Guest, scaled
-from server import (SRV_UUID, boot_server, build, copy_layout, debugfs_r, debugfs_w, inode_numbers, install_grub,
-                    login, read_files, rescue_boot)
+from server import (BLOCK, GARBLE, PART_START, SRV_UUID, boot_server, build, copy_layout, debugfs_r, debugfs_w,
+                    install_grub, login, plan_damage, read_files, rescue_boot)
 
 pytestmark = pytest.mark.server
 
@@ -53,25 +53,12 @@ def test_damaged_root_repaired_unattended(guest, server, tmp_path):
     base, sums = server
     lay = copy_layout(str(tmp_path), "s1", base)
     root, srv = lay["root"], lay["srv"]
-    # A directory block of d03 zeroed, an inode table block under d05's files garbled.
-    docs = [f"/home/admin/docs/d{i:02d}" for i in range(12)]
-    inodes = inode_numbers(root, docs + ["/home/admin/docs"])
-    dblock = int(debugfs_r(root, "blocks /home/admin/docs/d03").split()[0])
-    ino = inodes["/home/admin/docs/d05/file005"]
-    where = debugfs_r(root, f"imap <{ino}>")
-    iblock = int(where.split("located at block")[1].split(",")[0])
-    first = ino - int(where.split("offset")[1].split()[0], 16) // 256
-    bs = 4096
+    dblock, iblock, damaged = plan_damage(lambda c: debugfs_r(root, c), sums)
     with open(root, "r+b") as f:
-        f.seek((1 << 20) + dblock * bs)
-        f.write(bytes(bs))
-        f.seek((1 << 20) + iblock * bs)
-        f.write(bytes((i * 37 + 11) % 256 for i in range(bs)))
-    # What the damage may take: d03's names, and every file (or directory,
-    # with what is in it) whose inode shared the block.
-    damaged = {p for p in sums if p.startswith("/home/admin/docs/d03/")}
-    lost = [p for p, n in inodes.items() if first <= n < first + bs // 256]
-    damaged |= {p for p in sums if any(p == q or p.startswith(q + "/") for q in lost)}
+        f.seek(PART_START + dblock * BLOCK)
+        f.write(bytes(BLOCK))
+        f.seek(PART_START + iblock * BLOCK)
+        f.write(GARBLE)
     # As the kernel does when it meets such damage: errors recorded, so the
     # server's initramfs runs a full check at boot (and gives up on it).
     debugfs_w(root, "ssv state 3")

@@ -1,0 +1,116 @@
+"""The whole job on the installer's "encrypted LVM on RAID1" server
+(tests/server_encrypted.py): its root damaged, shown not to boot, repaired
+with extrescue, booting again; once with both disks, unattended with a key
+file, once with the second disk gone, by hand and degraded."""
+import hashlib
+import re
+import time
+
+import pytest
+
+from harness import Guest, host, scaled
+from server import boot_server, copy_layout, login, rescue_boot
+from server_encrypted import BOOT_MIB, ROOT_LV, SECRET, VG, build, damage, stick
+from test_server import figures
+
+pytestmark = pytest.mark.server
+
+
+@pytest.fixture(scope="module")
+def encrypted_server(tmp_path_factory):
+    folder = str(tmp_path_factory.mktemp("server-encrypted"))
+    made = []
+
+    def factory(name, args, boot_timeout=120):
+        g = Guest(name, args, boot_timeout).start()
+        made.append(g)
+        return g
+
+    try:
+        layout, sums, took = build(folder, factory)
+    finally:
+        for g in made:
+            g.kill()
+    print(f"\nserver fixture (encrypted LVM on RAID1): built in {took:.0f} s")
+    return layout, sums
+
+
+def data_intact(g, sums, damaged):
+    """The data set, read by the booted server itself (the host cannot see
+    through LUKS): every file outside the damage matches."""
+    out = g.check("find /home/admin/docs /srv/data -type f | sort | xargs sha256sum", timeout=300)
+    seen = {path: digest for digest, path in (line.split() for line in out.splitlines() if line.strip())}
+    wrong = [p for p in sums if p not in damaged and seen.get(p) != sums[p]]
+    assert not wrong, f"files outside the damage changed or went missing: {wrong[:5]}"
+
+
+def test_encrypted_root_repaired_unattended(guest, encrypted_server, tmp_path):
+    base, sums = encrypted_server
+    lay = copy_layout(str(tmp_path), "s1e", base)
+    damaged = damage(guest, "s1e-damage", lay, sums)
+    g, failing = boot_server(guest, "s1e-broken", lay, expect_login=False)
+    g.kill()
+    usb = stick(str(tmp_path))
+    g = rescue_boot(guest, "s1e-repair", lay, lay["disks"] + [usb],
+                    "console=ttyS0,115200n8 rescue.assemble=rw rescue.keyfile=LABEL=xrstick:/server.key "
+                    "rescue.fsck=repair rescue.devices=LABEL=xrsroot rescue.undo=LABEL=xrstick rescue.after=poweroff")
+    g.expect(["rescue-fsck repair: summary"], scaled(900), "the repair's summary")
+    started = g.started
+    g.expect([r"reboot: Power down"], scaled(120), "the power-off")
+    repair = time.monotonic() - started
+    log = g.serial_log()
+    assert re.search(r"luks +/dev/md\d+ -> /dev/mapper/luks-\S+: opened read-write", log), log[-3000:]
+    summary = log.split("rescue-fsck repair: summary")[1]
+    assert f"/dev/mapper/{VG}-root" in summary and "errors corrected" in summary, log[-3000:]
+    assert "lost+found now holds" in log, log[-3000:]
+    # The undo file is on the stick, under a name of its own.
+    r = host(["debugfs", "-R", "ls -l /extrescue-undo", usb]).stdout
+    assert ".e2undo" in r, r
+    g, good = boot_server(guest, "s1e-fixed", lay)
+    login(g)
+    data_intact(g, sums, damaged)
+    g.kill()
+    figures("damaged encrypted root", failing, repair, good)
+
+
+def test_mirror_leg_missing_repaired_degraded(guest, encrypted_server, tmp_path):
+    base, sums = encrypted_server
+    lay = copy_layout(str(tmp_path), "s5", base)
+    damaged = damage(guest, "s5-damage", lay, sums)
+    lay["disks"] = lay["disks"][:1]                   # the second disk gone
+    g, failing = boot_server(guest, "s5-broken", lay, expect_login=False)
+    g.kill()
+    disk = lay["disks"][0]
+    boot_member = member_sum(disk)
+    usb = stick(str(tmp_path))
+    g = rescue_boot(guest, "s5-repair", lay, [disk, usb])
+    g.wait_shell()
+    t = time.monotonic()
+    status, out = g.run(f"printf '%s\\n' '{SECRET}' | rescue-assemble --degraded --rw={VG}/root", timeout=300)
+    assert status == 0, out
+    # Both arrays start degraded; only the root's chain is made read-write.
+    started = re.findall(r"md +/dev/md\S+ raid1 from vda\d: started \S+, DEGRADED \(1 of 2 members\)", out)
+    assert len(started) == 2, out
+    assert len(re.findall(r"md +/dev/md\S+: read-write", out)) == 1, out
+    mdstat = g.check("cat /proc/mdstat")
+    assert "resync" not in mdstat and "recovery" not in mdstat, mdstat
+    g.check("mkdir -p /mnt/stick && mount /dev/vdb /mnt/stick && mkdir -p /mnt/stick/extrescue-undo")
+    status, out = g.run(f"rescue-fsck repair --undo-dir /mnt/stick/extrescue-undo {ROOT_LV}", timeout=900)
+    assert status == 1 and "errors corrected" in out, out
+    g.check("umount /mnt/stick && rescue-assemble --stop", timeout=120)
+    assert g.poweroff("poweroff") == 0
+    repair = time.monotonic() - t
+    assert member_sum(disk) == boot_member, "the /boot member, not named with --rw, was written"
+    g, good = boot_server(guest, "s5-fixed", lay)
+    login(g)
+    assert re.search(r"\[2/1\] \[U_\]", g.check("cat /proc/mdstat")), "the server did not boot degraded"
+    data_intact(g, sums, damaged)
+    g.kill()
+    figures("mirror leg missing", failing, repair, good)
+
+
+def member_sum(disk):
+    """sha256 of DISK's /boot member (the first partition)."""
+    with open(disk, "rb") as f:
+        f.seek(1 << 20)
+        return hashlib.sha256(f.read(BOOT_MIB << 20)).hexdigest()
