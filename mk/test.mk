@@ -5,7 +5,7 @@ PYTEST := /usr/bin/python3 -m pytest
 EXTRESCUE_TIMEOUT_SCALE ?= 1
 export EXTRESCUE_TIMEOUT_SCALE
 
-.PHONY: test test-build test-boot test-server run bench bench-fsck bench-kernel bench-io bench-assemble bench-crash bench-consoles repro-check
+.PHONY: test test-build test-boot test-server run bench bench-fsck bench-kernel bench-io bench-assemble bench-crash bench-consoles repro-check check-fresh
 test: $(ISO) ## run the whole test suite (boots, controllers, e2fsprogs suite, build checks)
 	@$(PYTEST) -q -p no:cacheprovider tests/
 
@@ -49,3 +49,7 @@ bench-consoles: $(ISO) ## seconds to a shell on each console kind; what an unans
 # Two clean builds from the same commit must give the same ISO, byte for byte.
 repro-check: | $(STAMPS)/host-deps ## build twice from clean and compare the ISO's sha256
 	@tests/repro-check
+
+SUITE ?= trixie
+check-fresh: | $(STAMPS)/host-deps ## build and test the current commit in a fresh Debian root: SUITE=bookworm|trixie
+	@scripts/fresh-chroot $(SUITE)
