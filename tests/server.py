@@ -15,7 +15,7 @@ import tempfile
 import time
 
 from disks import make_fs
-from harness import OUT, TOP, GuestError, host, scaled
+from harness import OUT, TOP, Guest, GuestError, host, scaled
 
 FIXTURE = os.path.join(TOP, "tests", "server", "build-fixture")
 SFDISK = os.path.join(OUT, "build", "util-linux-root", "sbin", "sfdisk")
@@ -211,6 +211,27 @@ def build(folder, guest_factory, firmware="bios"):
     return layout, sums, time.monotonic() - start
 
 
+def build_once(tmp_path_factory, name, builder):
+    """BUILDER(folder, guest_factory) run in a folder of its own, its guests
+    killed whatever happens; prints the seconds it took. Returns (layout,
+    {path: sha256}) for a module's scenarios to copy."""
+    folder = str(tmp_path_factory.mktemp("server-" + "".join(c if c.isalnum() else "-" for c in name)))
+    made = []
+
+    def factory(guest_name, args, boot_timeout=120):
+        g = Guest(guest_name, args, boot_timeout).start()
+        made.append(g)
+        return g
+
+    try:
+        layout, sums, took = builder(folder, factory)
+    finally:
+        for g in made:
+            g.kill()
+    print(f"\nserver fixture ({name}): built in {took:.0f} s")
+    return layout, sums
+
+
 def rescue_boot(guest_factory, name, layout, disks, append=None, mem=1024):
     """The rescue image, booted directly with the server's firmware (and its
     variable store under UEFI) and DISKS."""
@@ -222,6 +243,16 @@ def rescue_boot(guest_factory, name, layout, disks, append=None, mem=1024):
     for d in disks:
         args += ["--disk", f"{d},if=virtio-blk,rw"]
     return guest_factory(name, args, boot_timeout=180)
+
+
+def unattended_repair(guest_factory, name, layout, disks, params):
+    """A rescue boot with PARAMS on the kernel command line (rescue.fsck=repair
+    and rescue.after=poweroff among them) left to itself. Returns (serial log,
+    seconds from QEMU's start to the power-off)."""
+    g = rescue_boot(guest_factory, name, layout, disks, "console=ttyS0,115200n8 " + params)
+    g.expect(["rescue-fsck repair: summary"], scaled(900), "the repair's summary")
+    g.expect([r"reboot: Power down"], scaled(120), "the power-off")
+    return g.serial_log(), time.monotonic() - g.started
 
 
 GRUB_INSTALL = {"bios": "grub-install /dev/vda",

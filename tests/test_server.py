@@ -8,41 +8,22 @@ import time
 import pytest
 
 from disks import make_fs, sha256_file
-from harness import Guest, scaled
-from server import (BLOCK, GARBLE, PART_START, SRV_UUID, boot_server, build, copy_layout, debugfs_r, debugfs_w,
-                    install_grub, login, plan_damage, read_files, rescue_boot)
+from server import (BLOCK, GARBLE, PART_START, SRV_UUID, boot_server, build, build_once, copy_layout, debugfs_r, debugfs_w,
+                    install_grub, login, plan_damage, read_files, rescue_boot, unattended_repair)
 
 pytestmark = pytest.mark.server
-
-
-def built(tmp_path_factory, firmware):
-    folder = str(tmp_path_factory.mktemp(f"server-{firmware}"))
-    made = []
-
-    def factory(name, args, boot_timeout=120):
-        g = Guest(name, args, boot_timeout).start()
-        made.append(g)
-        return g
-
-    try:
-        layout, sums, took = build(folder, factory, firmware)
-    finally:
-        for g in made:
-            g.kill()
-    print(f"\nserver fixture ({firmware}): built in {took:.0f} s")
-    return layout, sums
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """The plain BIOS server's disks, built once for the module; every scenario copies them."""
-    return built(tmp_path_factory, "bios")
+    return build_once(tmp_path_factory, "bios", lambda f, g: build(f, g, "bios"))
 
 
 @pytest.fixture(scope="module")
 def uefi_server(tmp_path_factory):
     """The plain UEFI server (GPT, ESP, ext4 root, its own variable store)."""
-    return built(tmp_path_factory, "uefi")
+    return build_once(tmp_path_factory, "uefi", lambda f, g: build(f, g, "uefi"))
 
 
 def figures(name, failing, repair, good):
@@ -67,14 +48,9 @@ def test_damaged_root_repaired_unattended(guest, server, tmp_path):
     g.kill()
     undo = str(tmp_path / "undo.img")
     make_fs(undo, "512M", label="xrundo")
-    g = rescue_boot(guest, "s1-repair", lay, [root, srv, undo],
-               "console=ttyS0,115200n8 rescue.fsck=repair rescue.devices=vda1 rescue.undo=LABEL=xrundo "
-               "rescue.after=poweroff")
-    g.expect(["rescue-fsck repair: summary"], scaled(900), "the repair's summary")
-    started = g.started
-    g.expect([r"reboot: Power down"], scaled(120), "the power-off")
-    repair = time.monotonic() - started
-    log = g.serial_log()
+    log, repair = unattended_repair(guest, "s1-repair", lay, [root, srv, undo],
+                                    "rescue.fsck=repair rescue.devices=vda1 rescue.undo=LABEL=xrundo "
+                                    "rescue.after=poweroff")
     assert "/dev/vda1" in log.split("rescue-fsck repair: summary")[1] and "errors corrected" in log, log[-3000:]
     assert "lost+found now holds" in log, log[-3000:]
     g, good = boot_server(guest, "s1-fixed", lay)

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from harness import Guest, host, scaled
-from server import boot_server, copy_layout, login, rescue_boot
+from harness import host
+from server import boot_server, build_once, copy_layout, login, rescue_boot, unattended_repair
 from server_encrypted import BOOT_MIB, ROOT_LV, SECRET, VG, build, damage, stick
 from test_server import figures
 
@@ -18,21 +18,8 @@ pytestmark = pytest.mark.server
 
 @pytest.fixture(scope="module")
 def encrypted_server(tmp_path_factory):
-    folder = str(tmp_path_factory.mktemp("server-encrypted"))
-    made = []
-
-    def factory(name, args, boot_timeout=120):
-        g = Guest(name, args, boot_timeout).start()
-        made.append(g)
-        return g
-
-    try:
-        layout, sums, took = build(folder, factory)
-    finally:
-        for g in made:
-            g.kill()
-    print(f"\nserver fixture (encrypted LVM on RAID1): built in {took:.0f} s")
-    return layout, sums
+    """The encrypted server's two disks, built once for the module."""
+    return build_once(tmp_path_factory, "encrypted LVM on RAID1", build)
 
 
 def data_intact(g, sums, damaged):
@@ -51,14 +38,9 @@ def test_encrypted_root_repaired_unattended(guest, encrypted_server, tmp_path):
     g, failing = boot_server(guest, "s1e-broken", lay, expect_login=False)
     g.kill()
     usb = stick(str(tmp_path))
-    g = rescue_boot(guest, "s1e-repair", lay, lay["disks"] + [usb],
-                    "console=ttyS0,115200n8 rescue.assemble=rw rescue.keyfile=LABEL=xrstick:/server.key "
-                    "rescue.fsck=repair rescue.devices=LABEL=xrsroot rescue.undo=LABEL=xrstick rescue.after=poweroff")
-    g.expect(["rescue-fsck repair: summary"], scaled(900), "the repair's summary")
-    started = g.started
-    g.expect([r"reboot: Power down"], scaled(120), "the power-off")
-    repair = time.monotonic() - started
-    log = g.serial_log()
+    log, repair = unattended_repair(guest, "s1e-repair", lay, lay["disks"] + [usb],
+                                    "rescue.assemble=rw rescue.keyfile=LABEL=xrstick:/server.key rescue.fsck=repair "
+                                    "rescue.devices=LABEL=xrsroot rescue.undo=LABEL=xrstick rescue.after=poweroff")
     assert re.search(r"luks +/dev/md\d+ -> /dev/mapper/luks-\S+: opened read-write", log), log[-3000:]
     summary = log.split("rescue-fsck repair: summary")[1]
     assert f"/dev/mapper/{VG}-root" in summary and "errors corrected" in summary, log[-3000:]
