@@ -2,7 +2,6 @@
 data, every console= the kernel accepts gets a shell, questions go to every
 console, the banner tells what was done, plain poweroff leaves the disks
 clean, and everything fits 80 columns."""
-import os
 import re
 import subprocess
 

@@ -3,11 +3,8 @@ made by writing in the image and killing QEMU. A read-only look (rescue-mount,
 its fstab volumes, rescue-fsck check, a LUKS key file's device) replays the
 journal into RAM and shows the last committed files; the disks stay byte for
 byte as they were. Where the overlay does not fit in RAM, noload instead."""
-import os
-import subprocess
-
 from disks import blank, make_fs, sha256_file
-from harness import boot_with_disks, host, scaled
+from harness import boot_with_disks, host
 
 KEY = "xr-crash-key-0123456789"
 
