@@ -18,7 +18,8 @@ export DL_DIR
 
 # Every timestamp in the image comes from the last commit.
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 1)
-VERSION ?= $(shell git describe --tags --always 2>/dev/null || echo dev)
+# -dirty: a tree with uncommitted changes never builds under a commit's name.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # Evaluate once, not at every use.
 SOURCE_DATE_EPOCH := $(SOURCE_DATE_EPOCH)
 VERSION := $(VERSION)
@@ -81,6 +82,10 @@ clean: ## remove build outputs (keeps the download cache)
 .PHONY: distclean
 distclean: clean ## also remove the download cache
 	rm -rf $(EXTRESCUE_CACHE)
+
+.PHONY: version
+version: ## print the version the image is built under (the commit, -dirty for a modified tree)
+	@echo $(VERSION)
 
 .PHONY: help
 help: ## list the targets

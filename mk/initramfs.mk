@@ -2,7 +2,7 @@
 
 INITRAMFS := $(OUT)/initramfs.cpio.zst
 INITRAMFS_GEN := $(BUILD)/initramfs-gen
-INITRAMFS_INPUTS := initramfs/init initramfs/base.list initramfs/gen-list \
+INITRAMFS_INPUTS := initramfs/init initramfs/base.list initramfs/gen-list initramfs/modes \
 	$(shell find initramfs/rootfs -print) README.md
 # Binaries of our own and of other components add themselves here.
 INITRAMFS_DEPS := $(STAMPS)/busybox-built $(STAMPS)/e2fsprogs-built $(STAMPS)/util-linux-built \

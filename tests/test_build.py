@@ -102,6 +102,16 @@ def test_help_lists_targets():
         assert f"  {t} " in r.stdout, f"'{t}' missing from make help"
 
 
+def test_modified_tree_builds_as_dirty(tmp_path):
+    clone = str(tmp_path / "clone")
+    assert host(["git", "clone", "-q", TOP, clone]).returncode == 0
+    clean = host(["make", "--no-print-directory", "-C", clone, "version"]).stdout.strip()
+    assert clean and "dirty" not in clean
+    with open(os.path.join(clone, "README.md"), "a") as f:
+        f.write("a local change\n")
+    assert host(["make", "--no-print-directory", "-C", clone, "version"]).stdout.strip() == clean + "-dirty"
+
+
 def test_missing_package_as_non_root_prints_command():
     import tempfile
     # The script and the list copied under /tmp directly: the unprivileged
