@@ -213,7 +213,8 @@ def build(folder, guest_factory, firmware="bios"):
 
 def build_once(tmp_path_factory, name, builder):
     """BUILDER(folder, guest_factory) run in a folder of its own, its guests
-    killed whatever happens; prints the seconds it took. Returns (layout,
+    killed whatever happens (their logs kept in out/test-logs/ when it
+    fails); prints the seconds it took. Returns (layout,
     {path: sha256}) for a module's scenarios to copy."""
     folder = str(tmp_path_factory.mktemp("server-" + "".join(c if c.isalnum() else "-" for c in name)))
     made = []
@@ -228,6 +229,8 @@ def build_once(tmp_path_factory, name, builder):
     finally:
         for g in made:
             g.kill()
+    for g in made:                    # built: only a failed build keeps its logs
+        os.unlink(g.log_path)
     print(f"\nserver fixture ({name}): built in {took:.0f} s")
     return layout, sums
 
