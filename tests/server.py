@@ -144,8 +144,11 @@ def unpack(folder):
     tarball = r.stdout.strip().splitlines()[-1]
     tree = os.path.join(folder, "tree")
     os.makedirs(tree)
+    # Our own tarball, owners, modes and device nodes as debootstrap made
+    # them: trusted as it is (Python 3.12+ would filter it by default).
+    trusted = {"filter": "fully_trusted"} if hasattr(tarfile, "fully_trusted_filter") else {}
     with tarfile.open(tarball) as t:
-        t.extractall(tree, numeric_owner=True)
+        t.extractall(tree, numeric_owner=True, **trusted)
     return tree
 
 
