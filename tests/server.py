@@ -328,6 +328,11 @@ def boot_server(guest_factory, name, layout, expect_login=True, timeout=600):
     return g, took
 
 
+def figures(name, failing, repair, good):
+    """Prints a scenario's seconds (pytest -s shows them)."""
+    print(f"\n{name}: failing boot {failing:.0f} s, repair {repair:.0f} s, good boot {good:.0f} s")
+
+
 def login(g):
     """Logs in as root on the server's serial console; the shell then works with run()."""
     g.child.sendline("root")

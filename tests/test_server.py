@@ -8,8 +8,8 @@ import time
 import pytest
 
 from disks import make_fs, sha256_file
-from server import (BLOCK, GARBLE, PART_START, SRV_UUID, boot_server, build, build_once, copy_layout, debugfs_r, debugfs_w,
-                    install_grub, login, plan_damage, read_files, rescue_boot, unattended_repair)
+from server import (BLOCK, GARBLE, PART_START, SRV_UUID, boot_server, build, build_once, copy_layout, debugfs_r,
+                    debugfs_w, figures, install_grub, login, plan_damage, read_files, rescue_boot, unattended_repair)
 
 pytestmark = pytest.mark.server
 
@@ -24,10 +24,6 @@ def server(tmp_path_factory):
 def uefi_server(tmp_path_factory):
     """The plain UEFI server (GPT, ESP, ext4 root, its own variable store)."""
     return build_once(tmp_path_factory, "uefi", lambda f, g: build(f, g, "uefi"))
-
-
-def figures(name, failing, repair, good):
-    print(f"\n{name}: failing boot {failing:.0f} s, repair {repair:.0f} s, good boot {good:.0f} s")
 
 
 def test_damaged_root_repaired_unattended(guest, server, tmp_path):

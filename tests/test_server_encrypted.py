@@ -9,9 +9,8 @@ import time
 import pytest
 
 from harness import host
-from server import boot_server, build_once, copy_layout, login, rescue_boot, unattended_repair
+from server import boot_server, build_once, copy_layout, figures, login, rescue_boot, unattended_repair
 from server_encrypted import BOOT_MIB, ROOT_LV, SECRET, VG, build, damage, stick
-from test_server import figures
 
 pytestmark = pytest.mark.server
 
