@@ -28,8 +28,12 @@ export SOURCE_DATE_EPOCH
 ISO := $(OUT)/extrescue-$(VERSION)-x86_64.iso
 
 # Fields of a pin in configs/sources.lock: $(call pin,NAME,FIELD)
-# FIELD: 5 = Debian version, 6 = file, 7 = sha256.
-pin = $(shell awk '$$1 == "$(1)" {print $$$(2)}' $(TOP)/configs/sources.lock)
+# FIELD: 3 = kind, 4 = Debian package, 5 = Debian version, 6 = file, 7 = sha256.
+LOCK ?= $(TOP)/configs/sources.lock
+export LOCK
+pin = $(shell awk '$$1 == "$(1)" {print $$$(2)}' $(LOCK))
+# Build paths never reach a binary: a build in another folder gives the same bytes.
+PREFIX_MAP := -ffile-prefix-map=$(BUILD)=/build
 
 $(STAMPS) $(BUILD):
 	@mkdir -p $@
@@ -42,7 +46,7 @@ $(shell mkdir -p $(STAMPS); echo "$(SOURCE_DATE_EPOCH) $(VERSION)" | cmp -s - $(
 # One file per pin, rewritten only when that pin's line changes, so moving
 # one input to a new version rebuilds only what depends on it.
 pin_stamp = $(STAMPS)/pin-$(1)
-$(shell awk '!/^\#/ && NF' configs/sources.lock | while read -r n rest; do \
+$(shell awk '!/^\#/ && NF' $(LOCK) | while read -r n rest; do \
 	echo "$$n $$rest" | cmp -s - $(STAMPS)/pin-$$n || echo "$$n $$rest" > $(STAMPS)/pin-$$n; done)
 
 # Host packages: checked once, again whenever the list changes.
@@ -50,16 +54,18 @@ $(STAMPS)/host-deps: configs/host-packages | $(STAMPS)
 	@scripts/host-deps $<
 	@touch $@
 
+include mk/pkg.mk
 include mk/linux.mk
 include mk/busybox.mk
 include mk/src.mk
+include mk/storage-libs.mk
 include mk/e2fsprogs.mk
 include mk/util-linux.mk
-include mk/storage-libs.mk
 include mk/mdadm.mk
 include mk/lvm2.mk
 include mk/cryptsetup.mk
 include mk/initramfs.mk
+include mk/legal.mk
 include mk/iso.mk
 include mk/test.mk
 
@@ -68,7 +74,8 @@ all: $(ISO) ## build the ISO, SHA256SUMS and manifest (the default)
 
 .PHONY: source
 source: | $(STAMPS)/host-deps ## download and verify every pinned input
-	@for n in $$(awk '!/^#/ && NF {print $$1}' configs/sources.lock); do scripts/fetch $$n >/dev/null; done
+	@awk '!/^#/ && NF {print $$1, $$8}' $(LOCK) | while read -r n patches; do scripts/fetch $$n >/dev/null || exit 1; \
+	  [ "$$patches" = - ] || scripts/fetch $$n patches >/dev/null || exit 1; done
 	@echo "source: all pins present in $(DL_DIR)"
 
 .PHONY: update-pins
@@ -90,6 +97,7 @@ version: ## print the version the image is built under (the commit, -dirty for a
 .PHONY: help
 help: ## list the targets
 	@awk -F':.*## ' '/^[a-zA-Z0-9_.-]+:.*## / {printf "  %-20s %s\n", $$1, $$2}' $(MAKEFILE_LIST) | sort
+	@$(MAKE) --no-print-directory help-packages
 
 # An unknown target gets one line saying so, not make's generic error.
 .DEFAULT:

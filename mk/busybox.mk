@@ -1,31 +1,31 @@
-# busybox: static with musl, from the pinned orig tarball and configs/busybox.config.
+# busybox: static with musl, from the pinned Debian source and configs/busybox.config.
 
-BUSYBOX_VERSION := $(call pin,busybox,5)
 BUSYBOX_SRC := $(BUILD)/busybox
 BUSYBOX_BIN := $(BUSYBOX_SRC)/busybox
 # musl-gcc uses -nostdinc, so it gets the pinned kernel's UAPI headers.
 MUSL_CC := musl-gcc -isystem $(KHEADERS)/include
 BUSYBOX_MAKE = $(MAKE) -C $(BUSYBOX_SRC) CC="$(MUSL_CC)" HOSTCC=gcc \
 	KCONFIG_NOTIMESTAMP=1 SKIP_STRIP=n
-
-$(STAMPS)/busybox-extracted: $(call pin_stamp,busybox) | $(STAMPS)/host-deps $(BUILD)
-	@scripts/extract busybox $(BUSYBOX_SRC)
-	@touch $@
-
-$(STAMPS)/busybox-built: $(STAMPS)/busybox-extracted configs/busybox.config $(STAMPS)/linux-headers
-	@echo "busybox: building (static, musl)"
+BUSYBOX_DEPENDENCIES := configs/busybox.config $(STAMPS)/linux-headers
+BUSYBOX_LICENSE := GPL-2.0-only
+BUSYBOX_LICENSE_FILES := LICENSE
+define BUSYBOX_CONFIGURE_CMDS
 	@cp configs/busybox.config $(BUSYBOX_SRC)/.config
 	@$(BUSYBOX_MAKE) -s oldconfig </dev/null >/dev/null
 	@cmp -s <(grep -v '^#' configs/busybox.config) <(grep -v '^#' $(BUSYBOX_SRC)/.config) || \
 	 { echo "busybox: configs/busybox.config is incomplete for $(BUSYBOX_VERSION); run 'make busybox-menuconfig' and save" >&2; exit 1; }
-	@$(BUSYBOX_MAKE) -j$(JOBS) busybox > $(BUSYBOX_SRC)/build.log 2>&1 || \
-	 { tail -n 30 $(BUSYBOX_SRC)/build.log >&2; echo "busybox: build failed; full log in $(BUSYBOX_SRC)/build.log" >&2; exit 1; }
+endef
+define BUSYBOX_BUILD_CMDS
+	@scripts/logged busybox build $(BUSYBOX_SRC)/build.log $(BUSYBOX_MAKE) -j$(JOBS) busybox
+endef
+# The binary itself goes in by gen-list (it also makes the applet links).
+define BUSYBOX_INSTALL_CMDS
 	@scripts/check-static busybox $(BUSYBOX_BIN)
-	@touch $@
+endef
+$(eval $(call package,busybox,BUSYBOX))
 
-.PHONY: busybox busybox-menuconfig
-busybox: $(STAMPS)/busybox-built ## build busybox only
-busybox-menuconfig: $(STAMPS)/busybox-extracted ## edit configs/busybox.config
+.PHONY: busybox-menuconfig
+busybox-menuconfig: $(STAMPS)/busybox-patched ## edit configs/busybox.config
 	@cp configs/busybox.config $(BUSYBOX_SRC)/.config
 	@$(BUSYBOX_MAKE) menuconfig
 	@cp $(BUSYBOX_SRC)/.config configs/busybox.config

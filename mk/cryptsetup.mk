@@ -4,27 +4,27 @@
 # external token plugins (they are shared objects), no veritysetup or
 # integritysetup.
 
-CRYPTSETUP_VERSION := $(call pin,cryptsetup,5)
-CRYPTSETUP_SRC := $(BUILD)/cryptsetup-src
 CRYPTSETUP_OBJ := $(BUILD)/cryptsetup
-CRYPTSETUP_ROOT := $(BUILD)/cryptsetup-root
+CRYPTSETUP_DEPENDENCIES := $(STAMPS)/lvm2-installed $(STAMPS)/json-c-installed $(STAMPS)/popt-installed \
+	$(STAMPS)/util-linux-installed mk/storage-libs.mk
+CRYPTSETUP_LICENSE := GPL-2.0-or-later AND LGPL-2.1-or-later
+CRYPTSETUP_LICENSE_FILES := COPYING COPYING.LGPL
 CRYPTSETUP_OPTIONS := -Dcrypto-backend=kernel -Dargon-implementation=internal -Dblkid=false \
 	-Dudev=false -Dssh-token=false -Dexternal-tokens=false -Dnls=false -Dasciidoc=disabled \
 	-Dveritysetup=false -Dintegritysetup=false -Dhw-opal=false -Dpwquality=false -Dfips=false \
 	-Dstatic-cryptsetup=true -Denable-static=true --default-library=static --buildtype=release
-
-$(STAMPS)/cryptsetup-built: $(call pin_stamp,cryptsetup) $(STAMPS)/lvm2-built $(STAMPS)/json-c-built \
-		$(STAMPS)/popt-built $(STAMPS)/libuuid-installed mk/cryptsetup.mk mk/storage-libs.mk
-	@scripts/extract cryptsetup $(CRYPTSETUP_SRC) $(CRYPTSETUP_OBJ)
-	@echo "cryptsetup: building (static, musl, kernel crypto API)"
+# meson wants to create the build folder itself.
+define CRYPTSETUP_CONFIGURE_CMDS
+	@rm -rf $(CRYPTSETUP_OBJ)
 	@CC="$(MUSL_CC)" CFLAGS="$(STORAGE_CFLAGS)" LDFLAGS="$(STORAGE_LDFLAGS)" $(SYSROOT_ENV) \
 	 scripts/logged cryptsetup configure $(CRYPTSETUP_SRC)/meson.log \
 	 meson setup $(CRYPTSETUP_OBJ) $(CRYPTSETUP_SRC) $(CRYPTSETUP_OPTIONS)
+endef
+define CRYPTSETUP_BUILD_CMDS
 	@$(SYSROOT_ENV) scripts/logged cryptsetup build $(CRYPTSETUP_OBJ)/build.log ninja -C $(CRYPTSETUP_OBJ) -j$(JOBS) src/cryptsetup
-	@rm -rf $(CRYPTSETUP_ROOT) && mkdir -p $(CRYPTSETUP_ROOT)/sbin
+endef
+define CRYPTSETUP_INSTALL_CMDS
+	@mkdir -p $(CRYPTSETUP_ROOT)/sbin
 	@strip --strip-all -o $(CRYPTSETUP_ROOT)/sbin/cryptsetup $(CRYPTSETUP_OBJ)/src/cryptsetup
-	@scripts/check-static cryptsetup $(CRYPTSETUP_ROOT)/sbin/cryptsetup
-	@touch $@
-
-.PHONY: cryptsetup
-cryptsetup: $(STAMPS)/cryptsetup-built ## build cryptsetup only
+endef
+$(eval $(call package,cryptsetup,CRYPTSETUP))

@@ -6,7 +6,7 @@ ISO_STAGE := $(BUILD)/iso-stage
 ESP_IMG := $(BUILD)/efiboot.img
 MANIFEST := $(OUT)/manifest
 ISO_INPUTS := iso/isolinux.cfg iso/loader/loader.conf $(wildcard iso/loader/entries/*.conf) \
-	iso/build-esp iso/build-iso scripts/manifest lvm2-patches/series mdadm-patches/series
+	iso/build-esp iso/build-iso scripts/manifest scripts/licenses-index $(COMPONENTS)
 
 $(STAMPS)/boot-debs: $(foreach n,isolinux syslinux-common systemd-boot-efi,$(call pin_stamp,$(n))) | $(STAMPS)/host-deps $(BUILD)
 	@rm -rf $(BOOT_DEBS) && mkdir -p $(BOOT_DEBS)
@@ -25,9 +25,11 @@ $(ISO): $(ESP_IMG) $(ISO_INPUTS)
 	@cp $(BZIMAGE) $(ISO_STAGE)/boot/vmlinuz
 	@cp $(INITRAMFS) $(ISO_STAGE)/boot/initrd.zst
 	@cp $(ESP_IMG) $(ISO_STAGE)/boot/efiboot.img
+	@scripts/licenses-index $(COMPONENTS) > $(ISO_STAGE)/LICENSES
 	@rm -f $(OUT)/extrescue-*-x86_64.iso
 	@iso/build-iso $@ $(ISO_STAGE) $(BOOT_DEBS)/usr/lib/ISOLINUX/isohdpfx.bin
-	@VERSION=$(VERSION) LINUX_CONFIG=$(LINUX_OBJ)/.config BUSYBOX_CONFIG=configs/busybox.config scripts/manifest > $(MANIFEST)
+	@VERSION=$(VERSION) LINUX_CONFIG=$(LINUX_OBJ)/.config scripts/manifest $(COMPONENTS) \
+	  $(foreach p,$(PACKAGES),$(p)=$($(PKG_VAR_$(p))_SRC)) > $(MANIFEST)
 	@cd $(OUT) && sha256sum $(notdir $@) manifest > SHA256SUMS
 	@echo "iso: $@ ($$(stat -c %s $@) bytes)"
 

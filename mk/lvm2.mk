@@ -3,36 +3,31 @@
 # cryptsetup. No udev, no daemons (lvmetad, lvmpolld, lvmlockd, dmeventd):
 # a rescue system runs the commands by hand.
 
-LVM2_VERSION := $(call pin,lvm2,5)
-LVM2_SRC := $(BUILD)/lvm2-src
-LVM2_ROOT := $(BUILD)/lvm2-root
-LVM2_PATCHES := lvm2-patches/series $(wildcard lvm2-patches/*.patch)
+LVM2_DEPENDENCIES := $(STAMPS)/libaio-installed mk/storage-libs.mk
+LVM2_LICENSE := GPL-2.0-only AND LGPL-2.1-only AND BSD-2-Clause
+LVM2_LICENSE_FILES := COPYING COPYING.LIB COPYING.BSD
 LVM2_LINKS := pvs vgs lvs pvscan vgscan lvscan pvdisplay vgdisplay lvdisplay vgchange lvchange \
 	vgck pvck vgcfgbackup vgcfgrestore vgimport vgexport vgmknodes vgrename lvrename pvchange \
 	pvcreate pvremove pvresize vgcreate vgremove vgextend vgreduce lvcreate lvremove lvextend \
 	lvreduce lvresize lvconvert
-LVM2_CONFIGURE := env CC="$(MUSL_CC)" CFLAGS="$(STORAGE_CFLAGS)" LDFLAGS="$(STORAGE_LDFLAGS)" $(SYSROOT_ENV) \
-	./configure --enable-static_link --disable-readline --disable-selinux --without-systemd \
-	--without-udev --without-blkid --disable-blkid_wiping --disable-systemd-journal \
-	--disable-app-machineid --disable-sd-notify --disable-use-lvmlockd --disable-use-lvmpolld \
-	--disable-fsadm --disable-lvmimportvdo --disable-nls --with-vdo=none
-
-$(STAMPS)/lvm2-built: $(call pin_stamp,lvm2) $(LVM2_PATCHES) $(STAMPS)/libaio-built mk/lvm2.mk mk/storage-libs.mk
-	@scripts/extract lvm2 $(LVM2_SRC)
-	@scripts/apply-patches $(LVM2_SRC) lvm2-patches/series
-	@echo "lvm2: building lvm and dmsetup (static, musl)"
-	@cd $(LVM2_SRC) && $(TOP)/scripts/logged lvm2 configure $(LVM2_SRC)/configure.log $(LVM2_CONFIGURE)
-	@scripts/logged lvm2 build $(LVM2_SRC)/build.log $(MAKE) -C $(LVM2_SRC) -j$(JOBS) $(SYSROOT_ENV) \
-	  all
+define LVM2_CONFIGURE_CMDS
+	@cd $(LVM2_SRC) && $(TOP)/scripts/logged lvm2 configure $(LVM2_SRC)/configure.log \
+	 env CC="$(MUSL_CC)" CFLAGS="$(STORAGE_CFLAGS)" LDFLAGS="$(STORAGE_LDFLAGS)" $(SYSROOT_ENV) \
+	 ./configure --enable-static_link --disable-readline --disable-selinux --without-systemd \
+	 --without-udev --without-blkid --disable-blkid_wiping --disable-systemd-journal \
+	 --disable-app-machineid --disable-sd-notify --disable-use-lvmlockd --disable-use-lvmpolld \
+	 --disable-fsadm --disable-lvmimportvdo --disable-nls --with-vdo=none
+endef
+define LVM2_BUILD_CMDS
+	@scripts/logged lvm2 build $(LVM2_SRC)/build.log $(MAKE) -C $(LVM2_SRC) -j$(JOBS) $(SYSROOT_ENV) all
 	@cp $(LVM2_SRC)/libdm/ioctl/libdevmapper.a $(SYSROOT)/lib/ && cp $(LVM2_SRC)/libdm/libdevmapper.h $(SYSROOT)/include/
 	@printf 'Name: devmapper\nDescription: lvm2 libdevmapper\nVersion: %s\nCflags: -I%s/include\nLibs: -L%s/lib -ldevmapper\nLibs.private: -lm -lpthread\n' \
 	  '$(LVM2_VERSION)' '$(SYSROOT)' '$(SYSROOT)' > $(SYSROOT_PC)/devmapper.pc
-	@rm -rf $(LVM2_ROOT) && mkdir -p $(LVM2_ROOT)/sbin
+endef
+define LVM2_INSTALL_CMDS
+	@mkdir -p $(LVM2_ROOT)/sbin
 	@strip --strip-all -o $(LVM2_ROOT)/sbin/lvm $(LVM2_SRC)/tools/lvm.static
 	@strip --strip-all -o $(LVM2_ROOT)/sbin/dmsetup $(LVM2_SRC)/libdm/dm-tools/dmsetup.static
 	@for l in $(LVM2_LINKS); do ln -s lvm $(LVM2_ROOT)/sbin/$$l; done
-	@scripts/check-static lvm2 $(LVM2_ROOT)/sbin/lvm $(LVM2_ROOT)/sbin/dmsetup
-	@touch $@
-
-.PHONY: lvm2
-lvm2: $(STAMPS)/lvm2-built ## build lvm and dmsetup only
+endef
+$(eval $(call package,lvm2,LVM2))

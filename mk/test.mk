@@ -24,7 +24,7 @@ run: $(ISO) ## boot the ISO in QEMU on this terminal (Ctrl-A x quits); ARGS= add
 bench: $(ISO) ## print image sizes and seconds to a shell (median of 5, TCG)
 	@tests/bench-boot --iso $(ISO) --runs 5
 
-bench-fsck: $(STAMPS)/e2fsprogs-built ## the image's e2fsck/debugfs against the host's: medians, ratios, sizes
+bench-fsck: $(STAMPS)/e2fsprogs-installed ## the image's e2fsck/debugfs against the host's: medians, ratios, sizes
 	@tests/bench-fsck $(E2FSPROGS_OBJ)
 
 bench-kernel: $(ISO) ## bzImage size, option count, build time, seconds to each controller's disk
@@ -47,7 +47,7 @@ bench-consoles: $(ISO) ## seconds to a shell on each console kind; what an unans
 	@tests/bench-consoles 3
 
 # Two clean builds from the same commit must give the same ISO, byte for byte.
-repro-check: | $(STAMPS)/host-deps ## build twice from clean and compare the ISO's sha256
+repro-check: | $(STAMPS)/host-deps ## build twice from clean (two folders, umask 022 and 077) and compare the ISOs
 	@tests/repro-check
 
 SUITE ?= trixie

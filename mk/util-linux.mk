@@ -1,36 +1,37 @@
 # util-linux: the disk tools administrators reach for first, static with musl.
 # configure checks for every program; `make <program>` builds only ours.
+# Its libuuid also goes into the sysroot (cryptsetup needs it for LUKS UUIDs).
 
-UTIL_LINUX_VERSION := $(call pin,util-linux,5)
-UTIL_LINUX_SRC := $(BUILD)/util-linux-src
 UTIL_LINUX_OBJ := $(BUILD)/util-linux
-UTIL_LINUX_ROOT := $(BUILD)/util-linux-root
+UTIL_LINUX_DEPENDENCIES := $(STAMPS)/linux-headers $(STAMPS)/sysroot
 UTIL_LINUX_PROGS := lsblk blkid findmnt sfdisk fdisk wipefs
-UTIL_LINUX_CONFIGURE := CC="$(MUSL_CC)" CFLAGS="-O2 -ffunction-sections -fdata-sections" \
-	LDFLAGS="-static -Wl,--gc-sections" PKG_CONFIG=/bin/false \
-	$(UTIL_LINUX_SRC)/configure --disable-shared --enable-static --disable-nls \
-	--disable-asciidoc --disable-poman --without-udev --without-ncursesw --without-ncurses \
-	--without-tinfo --without-readline --without-libmagic --without-systemd --without-python \
-	--without-cryptsetup --without-econf --disable-bash-completion --disable-liblastlog2 \
-	--disable-makeinstall-chown --disable-makeinstall-setuid
-
-$(STAMPS)/util-linux-extracted: $(call pin_stamp,util-linux) | $(STAMPS)/host-deps $(BUILD)
-	@scripts/extract util-linux $(UTIL_LINUX_SRC) $(UTIL_LINUX_OBJ)
-	@touch $@
-
-$(STAMPS)/util-linux-built: $(STAMPS)/util-linux-extracted $(STAMPS)/linux-headers mk/util-linux.mk
-	@echo "util-linux: building $(UTIL_LINUX_PROGS) (static, musl)"
+UTIL_LINUX_LICENSE := GPL-2.0-or-later AND LGPL-2.1-or-later AND BSD-3-Clause
+UTIL_LINUX_LICENSE_FILES := COPYING Documentation/licenses/COPYING.GPL-2.0-or-later \
+	Documentation/licenses/COPYING.LGPL-2.1-or-later Documentation/licenses/COPYING.BSD-3-Clause
+define UTIL_LINUX_CONFIGURE_CMDS
 	@rm -rf $(UTIL_LINUX_OBJ) && mkdir -p $(UTIL_LINUX_OBJ)
-	@cd $(UTIL_LINUX_OBJ) && $(UTIL_LINUX_CONFIGURE) > configure.log 2>&1 || \
-	 { tail -n 20 $(UTIL_LINUX_OBJ)/configure.log >&2; echo "util-linux: configure failed; log in $(UTIL_LINUX_OBJ)/configure.log" >&2; exit 1; }
-	@# libtool reads -static as "no shared libtool libraries" only; -all-static
-	@# makes it link libc statically as well.
-	@$(MAKE) -C $(UTIL_LINUX_OBJ) -j$(JOBS) LDFLAGS="-all-static -Wl,--gc-sections" $(UTIL_LINUX_PROGS) > $(UTIL_LINUX_OBJ)/build.log 2>&1 || \
-	 { tail -n 30 $(UTIL_LINUX_OBJ)/build.log >&2; echo "util-linux: build failed; log in $(UTIL_LINUX_OBJ)/build.log" >&2; exit 1; }
-	@rm -rf $(UTIL_LINUX_ROOT) && mkdir -p $(UTIL_LINUX_ROOT)/sbin
+	@cd $(UTIL_LINUX_OBJ) && CC="$(MUSL_CC)" CFLAGS="-O2 -ffunction-sections -fdata-sections $(PREFIX_MAP)" \
+	 LDFLAGS="-static -Wl,--gc-sections" PKG_CONFIG=/bin/false \
+	 $(TOP)/scripts/logged util-linux configure $(UTIL_LINUX_OBJ)/configure.log \
+	 $(UTIL_LINUX_SRC)/configure --disable-shared --enable-static --disable-nls \
+	 --disable-asciidoc --disable-poman --without-udev --without-ncursesw --without-ncurses \
+	 --without-tinfo --without-readline --without-libmagic --without-systemd --without-python \
+	 --without-cryptsetup --without-econf --disable-bash-completion --disable-liblastlog2 \
+	 --disable-makeinstall-chown --disable-makeinstall-setuid
+endef
+# libtool reads -static as "no shared libtool libraries" only; -all-static
+# makes it link libc statically as well.
+define UTIL_LINUX_BUILD_CMDS
+	@scripts/logged util-linux build $(UTIL_LINUX_OBJ)/build.log $(MAKE) -C $(UTIL_LINUX_OBJ) -j$(JOBS) \
+	 LDFLAGS="-all-static -Wl,--gc-sections" $(UTIL_LINUX_PROGS) libuuid.la
+endef
+define UTIL_LINUX_INSTALL_CMDS
+	@mkdir -p $(UTIL_LINUX_ROOT)/sbin
 	@for p in $(UTIL_LINUX_PROGS); do strip --strip-all -o $(UTIL_LINUX_ROOT)/sbin/$$p $(UTIL_LINUX_OBJ)/$$p || exit 1; done
-	@scripts/check-static util-linux $(UTIL_LINUX_ROOT)/sbin/*
-	@touch $@
-
-.PHONY: util-linux
-util-linux: $(STAMPS)/util-linux-built ## build the util-linux disk tools only
+	@mkdir -p $(SYSROOT)/include/uuid
+	@cp $(UTIL_LINUX_OBJ)/.libs/libuuid.a $(SYSROOT)/lib/
+	@cp $(UTIL_LINUX_SRC)/libuuid/src/uuid.h $(SYSROOT)/include/uuid/
+	@printf 'Name: uuid\nDescription: util-linux libuuid\nVersion: %s\nCflags: -I%s/include/uuid\nLibs: -L%s/lib -luuid\n' \
+	  '$(UTIL_LINUX_VERSION)' '$(SYSROOT)' '$(SYSROOT)' > $(SYSROOT_PC)/uuid.pc
+endef
+$(eval $(call package,util-linux,UTIL_LINUX))

@@ -43,7 +43,7 @@ def test_config_check_fails_on_dropped_option(tmp_path):
 
 
 def test_corrupt_cache_file_is_detected_and_replaced(tmp_path):
-    name, _, _, _, _, file, want = pin("busybox")
+    name, _, _, _, _, file, want = pin("busybox")[:7]
     dl = tmp_path / "dl"
     dl.mkdir()
     cached = os.path.join(os.environ.get("DL_DIR", os.path.expanduser("~/.cache/extrescue/dl")), file)

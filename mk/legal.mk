@@ -1,0 +1,52 @@
+# Licences and corresponding sources. Every component that ends up in the
+# image (in the initramfs, on the ISO, or linked into a static binary) has a
+# row in $(COMPONENTS): name, version, SPDX licence, origin, and the pins whose
+# files are its sources. The image carries each one's licence texts under
+# /usr/share/licenses/<name>/; `make legal-info` collects sources and texts.
+
+COMPONENTS := $(BUILD)/components.tsv
+LEGAL_INFO := $(OUT)/legal-info
+LEGAL_ROOT := $(BUILD)/legal-root
+
+# Not built by the package recipe: our own code, the boot loaders taken as
+# Debian built them, and the static parts of the host toolchain.
+EXTRESCUE_LICENSE := GPL-2.0-only
+ISOLINUX_LICENSE := GPL-2.0-or-later
+SYSLINUX_COMMON_LICENSE := GPL-2.0-or-later
+SYSTEMD_BOOT_EFI_LICENSE := LGPL-2.1-or-later
+MUSL_LICENSE := MIT
+LIBGCC_LICENSE := GPL-3.0-or-later WITH GCC-exception-3.1
+GCC_MAJOR := $(shell gcc -dumpversion | cut -d. -f1)
+host_version = $(shell dpkg-query -W -f='$${Version}' $(1) 2>/dev/null)
+
+# $(call component_row,NAME,VERSION,LICENCE,ORIGIN,SOURCE PINS)
+component_row = printf '%s\t%s\t%s\t%s\t%s\n' '$(1)' '$(2)' '$(3)' '$(4)' '$(5)';
+pin_origin = $(if $(filter src,$(call pin_kind,$(1))),debian:$(call pin,$(1),4),upstream)
+
+$(COMPONENTS): $(foreach p,$(PACKAGES) isolinux syslinux-common systemd-boot-efi syslinux systemd,$(call pin_stamp,$(p))) \
+		$(wildcard mk/*.mk) $(EPOCH_STAMP) | $(BUILD)
+	@{ $(foreach p,$(PACKAGES),$(call component_row,$(p),$($(PKG_VAR_$(p))_VERSION),$($(PKG_VAR_$(p))_LICENSE),$(call pin_origin,$(p)),$(p))) \
+	   $(call component_row,extrescue,$(VERSION),$(EXTRESCUE_LICENSE),ours,git) \
+	   $(call component_row,isolinux,$(call pin,isolinux,5),$(ISOLINUX_LICENSE),debian-binary:isolinux,syslinux) \
+	   $(call component_row,syslinux-common,$(call pin,syslinux-common,5),$(SYSLINUX_COMMON_LICENSE),debian-binary:syslinux-common,syslinux) \
+	   $(call component_row,systemd-boot-efi,$(call pin,systemd-boot-efi,5),$(SYSTEMD_BOOT_EFI_LICENSE),debian-binary:systemd-boot-efi,systemd) \
+	   $(call component_row,musl,$(call host_version,musl),$(MUSL_LICENSE),host:musl,-) \
+	   $(call component_row,libgcc,$(call host_version,libgcc-$(GCC_MAJOR)-dev),$(LIBGCC_LICENSE),host:libgcc-$(GCC_MAJOR)-dev,-) } > $@
+
+# Every folder whose files go into the initramfs besides initramfs/ itself.
+IMAGE_ROOTS = $(foreach p,$(PACKAGES),$($(PKG_VAR_$(p))_ROOT)) $(SRC_ROOT) $(LEGAL_ROOT)
+
+# Licence texts of the components the package recipe does not install.
+$(STAMPS)/legal-root: $(STAMPS)/boot-debs $(STAMPS)/linux-patched LICENSE mk/legal.mk
+	@rm -rf $(LEGAL_ROOT) && mkdir -p $(LEGAL_ROOT)
+	@scripts/install-licenses extrescue $(TOP) $(LEGAL_ROOT) LICENSE $(LINUX_SRC)/LICENSES/preferred/GPL-2.0
+	@for p in isolinux syslinux-common systemd-boot-efi; do \
+	  scripts/install-licenses $$p $(BOOT_DEBS) $(LEGAL_ROOT) usr/share/doc/$$p/copyright || exit 1; done
+	@scripts/install-licenses musl / $(LEGAL_ROOT) /usr/share/doc/musl/copyright
+	@scripts/install-licenses libgcc / $(LEGAL_ROOT) /usr/share/doc/gcc-$(GCC_MAJOR)-base/copyright
+	@touch $@
+
+.PHONY: legal-info
+legal-info: $(ISO) $(COMPONENTS) ## out/legal-info/: every component's sources, patches, licences and a table
+	@TOP=$(TOP) BUILD=$(BUILD) INITRAMFS_LIST=$(BUILD)/initramfs.list ISO_STAGE=$(ISO_STAGE) BOOT_DEBS=$(BOOT_DEBS) \
+	  BUSYBOX_BIN=$(BUSYBOX_BIN) scripts/legal-info $(LEGAL_INFO) $(COMPONENTS) $(IMAGE_ROOTS)

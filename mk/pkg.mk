@@ -1,0 +1,92 @@
+# The one package recipe: every component built from a pinned source goes
+# through the same stamped steps, so a change redoes only the steps after it.
+#
+#   source      fetch and verify the pin (and Debian's patch archive)    <- the pin's line
+#   extracted   unpack the orig tarball, Debian's debian/ beside it
+#   patched     Debian's series, then ours (NAME-patches/series)         <- our patch files
+#   configured  P_CONFIGURE_CMDS                                         <- mk/NAME.mk, P_DEPENDENCIES
+#   built       P_BUILD_CMDS
+#   installed   P_INSTALL_CMDS into P_ROOT, licence texts, static check  <- what the image takes
+#
+# A component's mk file sets its variables (prefix P, e.g. UTIL_LINUX) and the
+# command blocks that differ, then calls $(eval $(call package,name,P)).
+#   P_SRC      source tree (default out/build/NAME-src)
+#   P_OBJ      build folder (default: P_SRC, an in-tree build)
+#   P_ROOT     what the component puts into the image (default out/build/NAME-root)
+#   P_PATCH_DIR       our series and patches (default NAME-patches)
+#   P_DEPENDENCIES    stamps or files the configure step needs (other components)
+#   P_LICENSE         SPDX expression; P_LICENSE_FILES: paths in P_SRC
+#   P_CONFIGURE_CMDS, P_BUILD_CMDS, P_INSTALL_CMDS: recipe lines (may be empty)
+# Targets per component: NAME, NAME-source, NAME-rebuild, NAME-reconfigure,
+# NAME-dirclean.
+
+PACKAGES :=
+# The kind column of a pin: src (Debian's patches apply), orig, deb, legal.
+pin_kind = $(call pin,$(1),3)
+
+# $(call package_patch_series,NAME): the series files applied, in order.
+package_patch_series = $(if $(filter src,$(call pin_kind,$(1))),$($(2)_SRC)/debian/patches/series) \
+	$(wildcard $($(2)_PATCH_DIR)/series)
+
+define package
+PACKAGES += $(1)
+PKG_VAR_$(1) := $(2)
+$(2)_VERSION := $$(call pin,$(1),5)
+$(2)_SRC ?= $$(BUILD)/$(1)-src
+$(2)_OBJ ?= $$($(2)_SRC)
+$(2)_ROOT ?= $$(BUILD)/$(1)-root
+$(2)_PATCH_DIR ?= $(1)-patches
+$(2)_PATCHES := $$(wildcard $$($(2)_PATCH_DIR)/series $$($(2)_PATCH_DIR)/*.patch)
+
+$$(STAMPS)/$(1)-source: $$(call pin_stamp,$(1)) | $$(STAMPS)/host-deps $$(BUILD)
+	@scripts/fetch $(1) >/dev/null
+	@$$(if $$(filter src,$$(call pin_kind,$(1))),scripts/fetch $(1) patches >/dev/null)
+	@touch $$@
+
+$$(STAMPS)/$(1)-extracted: $$(STAMPS)/$(1)-source
+	@scripts/extract $(1) $$($(2)_SRC) $$(filter-out $$($(2)_SRC),$$($(2)_OBJ))
+	@touch $$@
+
+$$(STAMPS)/$(1)-patched: $$(STAMPS)/$(1)-extracted $$($(2)_PATCHES)
+	@scripts/apply-patches $$($(2)_SRC) $$(call package_patch_series,$(1),$(2))
+	@touch $$@
+
+$$(STAMPS)/$(1)-configured: $$(STAMPS)/$(1)-patched $$($(2)_DEPENDENCIES) mk/$(1).mk mk/pkg.mk
+	@mkdir -p $$($(2)_OBJ)
+	$$($(2)_CONFIGURE_CMDS)
+	@touch $$@
+
+$$(STAMPS)/$(1)-built: $$(STAMPS)/$(1)-configured
+	@echo "$(1): building $$($(2)_VERSION)"
+	$$($(2)_BUILD_CMDS)
+	@touch $$@
+
+$$(STAMPS)/$(1)-installed: $$(STAMPS)/$(1)-built
+	@rm -rf $$($(2)_ROOT) && mkdir -p $$($(2)_ROOT)
+	$$($(2)_INSTALL_CMDS)
+	@scripts/install-licenses $(1) $$($(2)_SRC) $$($(2)_ROOT) $$($(2)_LICENSE_FILES)
+	@scripts/check-static $(1) $$$$(find $$($(2)_ROOT) -type f -path '*bin/*')
+	@touch $$@
+
+.PHONY: $(1) $(1)-source $(1)-rebuild $(1)-reconfigure $(1)-dirclean
+$(1): $$(STAMPS)/$(1)-installed
+$(1)-source: $$(STAMPS)/$(1)-source
+$(1)-rebuild:
+	@rm -f $$(STAMPS)/$(1)-built $$(STAMPS)/$(1)-installed
+	@$$(MAKE) --no-print-directory $$(STAMPS)/$(1)-installed
+$(1)-reconfigure:
+	@rm -f $$(STAMPS)/$(1)-configured $$(STAMPS)/$(1)-built $$(STAMPS)/$(1)-installed
+	@$$(MAKE) --no-print-directory $$(STAMPS)/$(1)-installed
+$(1)-dirclean:
+	rm -rf $$($(2)_SRC) $$($(2)_OBJ) $$($(2)_ROOT) $$(addprefix $$(STAMPS)/$(1)-,source extracted patched configured built installed)
+endef
+
+# One line per component for make help (the generated targets carry no ## text).
+.PHONY: help-packages
+help-packages:
+	@echo "Per component (one of: $(PACKAGES)):"
+	@echo "  <component>             build and install it into its image tree"
+	@echo "  <component>-source      fetch and verify its pinned sources"
+	@echo "  <component>-rebuild     build again from the patched, configured tree"
+	@echo "  <component>-reconfigure configure and build again"
+	@echo "  <component>-dirclean    remove its trees and stamps"

@@ -1,0 +1,188 @@
+"""What a distributor relies on: Debian's patches really applied, every file of
+the image owned by a component with its licence and sources in
+out/legal-info, those sources rebuilding the same binaries, and stamps that
+rebuild only what a change touches."""
+import hashlib
+import os
+import shutil
+import subprocess
+import tarfile
+
+import pytest
+
+from harness import OUT, TOP, host
+
+BUILD = os.path.join(OUT, "build")
+STAMPS = os.path.join(OUT, "stamps")
+LEGAL = os.path.join(OUT, "legal-info")
+
+
+def make(*args, **kw):
+    return host(["make", "--no-print-directory", "-C", TOP] + list(args), **kw)
+
+
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def lock_lines():
+    with open(os.path.join(TOP, "configs", "sources.lock")) as f:
+        return [line.split() for line in f if line.strip() and not line.startswith("#")]
+
+
+def tsv(path):
+    with open(path) as f:
+        rows = [line.rstrip("\n").split("\t") for line in f]
+    return [dict(zip(rows[0], r)) for r in rows[1:]]
+
+
+def cpio_files(data):
+    """name -> content of the regular files in a newc cpio archive."""
+    files, pos = {}, 0
+    while True:
+        hdr = data[pos:pos + 110]
+        assert hdr[:6] == b"070701", f"not a newc cpio at {pos}"
+        mode = int(hdr[14:22], 16)
+        size, namesize = int(hdr[54:62], 16), int(hdr[94:102], 16)
+        name = data[pos + 110:pos + 110 + namesize - 1].decode()
+        pos = (pos + 110 + namesize + 3) & ~3
+        if name == "TRAILER!!!":
+            return files
+        if mode & 0o170000 == 0o100000:
+            files["/" + name.lstrip("/")] = data[pos:pos + size]
+        pos = (pos + size + 3) & ~3
+
+
+@pytest.fixture(scope="module")
+def legal_info():
+    r = make("legal-info")
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+@pytest.fixture(scope="module")
+def image(tmp_path_factory):
+    """The ISO's files and the initramfs's files, read back from the image itself."""
+    iso = [f for f in os.listdir(OUT) if f.startswith("extrescue-") and f.endswith(".iso")]
+    assert len(iso) == 1, "needs the built ISO (run make)"
+    root = tmp_path_factory.mktemp("iso")
+    r = host(["xorriso", "-osirrox", "on", "-indev", os.path.join(OUT, iso[0]), "-extract", "/", str(root)])
+    assert r.returncode == 0, r.stderr
+    cpio = subprocess.run(["zstd", "-dc", str(root / "boot/initrd.zst")], capture_output=True, check=True).stdout
+    return root, cpio_files(cpio)
+
+
+def test_debian_patches_are_applied_before_ours():
+    # Only Debian's 0022 (an integer overflow in ext2fs_punch) makes this change.
+    with open(os.path.join(BUILD, "e2fsprogs-src/lib/ext2fs/punch.c")) as f:
+        assert "blk64_t\t\t\tfreed = 0;" in f.read(), "Debian's e2fsprogs patch 0022 is not in the built source"
+    with open(os.path.join(OUT, "manifest")) as f:
+        manifest = f.read()
+    section = manifest.split("## patches applied to e2fsprogs, in order: origin file sha256\n")[1].split("\n\n")[0]
+    origins = [line.split()[0] for line in section.splitlines()]
+    names = [line.split()[1] for line in section.splitlines()]
+    assert "0022-libext2fs-fix-integer-overflow-in-ext2fs_punch-when-.patch" in names
+    assert "0002-libext2fs-stop-when-the-undo-file-cannot-be-written.patch" in names
+    assert origins == sorted(origins), f"Debian's patches must all come before ours: {origins}"
+    # Every Debian source pin says so in the manifest; every upstream pin too.
+    for fields in lock_lines():
+        if fields[2] == "src":
+            assert fields[7].endswith(".debian.tar.xz"), fields
+        if fields[2] == "orig":
+            assert fields[7] == "-", fields
+    assert "\nlinux orig " in manifest and "\ne2fsprogs src " in manifest
+
+
+def test_corrupt_debian_patch_archive_stops_the_build_with_its_name(tmp_path):
+    fields = next(f for f in lock_lines() if f[0] == "e2fsprogs")
+    dl = tmp_path / "dl"
+    dl.mkdir()
+    cache = os.environ.get("DL_DIR", os.path.expanduser("~/.cache/extrescue/dl"))
+    shutil.copy(os.path.join(cache, fields[5]), dl / fields[5])
+    patches = dl / fields[7]
+    shutil.copy(os.path.join(cache, fields[7]), patches)
+    with open(patches, "r+b") as f:
+        f.seek(2000)
+        f.write(b"\x00garbage\x00")
+    # No mirror to fetch a good copy from: the build must stop, not go on without it.
+    env = dict(os.environ, DL_DIR=str(dl), EXTRESCUE_CACHE=str(tmp_path / "cache"),
+               EXTRESCUE_MIRROR="http://127.0.0.1:9/debian")
+    r = make(f"OUT={tmp_path}/out", "e2fsprogs-source", env=env)
+    assert r.returncode != 0, "the build went on with a corrupt Debian patch archive"
+    assert fields[7] in r.stderr and "corrupt" in r.stderr, r.stderr
+    assert not os.path.exists(tmp_path / "out/stamps/e2fsprogs-source")
+
+
+def test_every_file_of_the_image_belongs_to_a_licensed_component(legal_info, image):
+    root, initramfs = image
+    table = tsv(os.path.join(LEGAL, "table.tsv"))
+    components = {row["component"] for row in table}
+    owners = {}
+    for row in tsv(os.path.join(LEGAL, "files.tsv")):
+        owners.setdefault(row["sha256"], set()).add(row["component"])
+    # Every program in the initramfs and every boot file on the ISO, read from the image.
+    shipped = {p: hashlib.sha256(d).hexdigest() for p, d in initramfs.items() if d[:4] == b"\x7fELF"}
+    for rel in ("boot/vmlinuz", "isolinux/isolinux.bin", "isolinux/ldlinux.c32", "isolinux/menu.c32"):
+        shipped["iso:/" + rel] = sha256(root / rel)
+    assert len(shipped) > 20, sorted(shipped)
+    for path, digest in sorted(shipped.items()):
+        assert digest in owners, f"{path} is in the image but in no component of legal-info"
+        assert owners[digest] <= components, f"{path}: {owners[digest]} not in table.tsv"
+    with open(root / "LICENSES") as f:
+        index = f.read()
+    for name in components:
+        texts = os.path.join(LEGAL, "licenses", name)
+        assert os.path.isdir(texts) and os.listdir(texts), f"{name}: no licence file in legal-info"
+        assert any(p.startswith(f"/usr/share/licenses/{name}/") for p in initramfs), \
+            f"{name}: no licence text in the image"
+        assert f"\n{name} " in index, f"{name} missing from the ISO's LICENSES"
+    # The sources are there and are what the table says.
+    for row in table:
+        if row["file"] != "-":
+            assert sha256(os.path.join(LEGAL, row["file"])) == row["sha256"], row["file"]
+    kinds = {f[0]: f[2] for f in lock_lines()}
+    for name in components:
+        files = [r["file"] for r in table if r["component"] == name]
+        if kinds.get(name) == "src":
+            assert any(f.endswith(".debian.tar.xz") for f in files), f"{name}: no Debian patch archive"
+
+
+def test_e2fsprogs_rebuilds_the_same_from_legal_info_alone(legal_info, tmp_path):
+    # The build tree is our own source archive from legal-info, the download
+    # cache only legal-info's files, and no mirror: nothing else is reachable.
+    archive = [f for f in os.listdir(os.path.join(LEGAL, "sources/extrescue")) if f.endswith(".tar.gz")]
+    with tarfile.open(os.path.join(LEGAL, "sources/extrescue", archive[0])) as t:
+        t.extractall(tmp_path, **({"filter": "fully_trusted"} if hasattr(tarfile, "data_filter") else {}))
+    tree = tmp_path / archive[0][:-len(".tar.gz")]
+    dl = tmp_path / "dl"
+    dl.mkdir()
+    for d, _, files in os.walk(os.path.join(LEGAL, "sources")):
+        for f in files:
+            os.symlink(os.path.join(d, f), dl / f)
+    env = dict(os.environ, DL_DIR=str(dl), EXTRESCUE_CACHE=str(tmp_path / "cache"),
+               EXTRESCUE_MIRROR="http://127.0.0.1:9/debian")
+    r = host(["make", "--no-print-directory", "-C", str(tree), "e2fsprogs"], env=env)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    ours = os.path.join(BUILD, "e2fsprogs-root/sbin")
+    theirs = tree / "out/build/e2fsprogs-root/sbin"
+    differ = [p for p in sorted(os.listdir(ours))
+              if not os.path.islink(os.path.join(ours, p)) and sha256(os.path.join(ours, p)) != sha256(theirs / p)]
+    assert not differ, f"rebuilt from legal-info, these differ from the image's: {differ}"
+
+
+def test_touching_one_components_mk_rebuilds_only_it_and_the_image():
+    assert make("-q", "all").returncode == 0, "make all is not up to date before the test"
+    watched = ["linux-built", "e2fsprogs-built", "busybox-built", "cryptsetup-built",
+               "mdadm-configured", "mdadm-built", "mdadm-installed"]
+    before = {s: os.stat(os.path.join(STAMPS, s)).st_mtime_ns for s in watched}
+    iso = [f for f in os.listdir(OUT) if f.endswith(".iso")][0]
+    iso_before = os.stat(os.path.join(OUT, iso)).st_mtime_ns
+    os.utime(os.path.join(TOP, "mk/mdadm.mk"))
+    r = make("all")
+    assert r.returncode == 0, r.stderr
+    after = {s: os.stat(os.path.join(STAMPS, s)).st_mtime_ns for s in watched}
+    redone = sorted(s for s in watched if after[s] != before[s])
+    assert redone == ["mdadm-built", "mdadm-configured", "mdadm-installed"], redone
+    assert os.stat(os.path.join(OUT, iso)).st_mtime_ns != iso_before, "the image was not rebuilt"
+    assert make("-q", "all").returncode == 0, "a second make would do more work"
