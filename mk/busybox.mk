@@ -11,7 +11,8 @@ BUSYBOX_LICENSE := GPL-2.0-only
 BUSYBOX_LICENSE_FILES := LICENSE
 define BUSYBOX_CONFIGURE_CMDS
 	@cp configs/busybox.config $(BUSYBOX_SRC)/.config
-	@$(BUSYBOX_MAKE) -s oldconfig </dev/null >/dev/null
+	@$(BUSYBOX_MAKE) -s oldconfig </dev/null >$(BUSYBOX_SRC)/oldconfig.log 2>&1 || \
+	 { tail -n 3 $(BUSYBOX_SRC)/oldconfig.log >&2; echo "busybox: configs/busybox.config lacks an option $(BUSYBOX_VERSION) asks about (above); run 'make busybox-menuconfig' and save" >&2; exit 1; }
 	@cmp -s <(grep -v '^#' configs/busybox.config) <(grep -v '^#' $(BUSYBOX_SRC)/.config) || \
 	 { echo "busybox: configs/busybox.config is incomplete for $(BUSYBOX_VERSION); run 'make busybox-menuconfig' and save" >&2; exit 1; }
 endef
