@@ -16,7 +16,7 @@ LINUX_MAKE = $(MAKE) -C $(LINUX_SRC) O=$(LINUX_OBJ) ARCH=x86_64 \
 # tinyconfig + fragments, then a check that no requested option was dropped.
 define LINUX_CONFIGURE_CMDS
 	@echo "linux: configuring from $(words $(LINUX_FRAGMENTS)) fragments"
-	@$(MAKE) --no-print-directory $(LINUX_OBJ)/.config
+	@$(MAKE) -s --no-print-directory $(LINUX_OBJ)/.config
 endef
 $(LINUX_OBJ)/.config: $(STAMPS)/linux-patched $(LINUX_DEPENDENCIES)
 	@mkdir -p $(LINUX_OBJ)

@@ -10,6 +10,12 @@ LVM2_LINKS := pvs vgs lvs pvscan vgscan lvscan pvdisplay vgdisplay lvdisplay vgc
 	vgck pvck vgcfgbackup vgcfgrestore vgimport vgexport vgmknodes vgrename lvrename pvchange \
 	pvcreate pvremove pvresize vgcreate vgremove vgextend vgreduce lvcreate lvremove lvextend \
 	lvreduce lvresize lvconvert
+# Debian's patch changes configure.ac (modprobe is /sbin/modprobe, not where
+# the build host keeps it); as in Debian's own build, configure is made again
+# from it (the shipped aclocal.m4 has every macro it needs).
+define LVM2_POST_PATCH_CMDS
+	@cd $(LVM2_SRC) && $(TOP)/scripts/logged lvm2 autoconf $(LVM2_SRC)/autoconf.log autoconf -f
+endef
 define LVM2_CONFIGURE_CMDS
 	@cd $(LVM2_SRC) && $(TOP)/scripts/logged lvm2 configure $(LVM2_SRC)/configure.log \
 	 env CC="$(MUSL_CC)" CFLAGS="$(STORAGE_CFLAGS)" LDFLAGS="$(STORAGE_LDFLAGS)" $(SYSROOT_ENV) \

@@ -4,7 +4,7 @@
 #   source      fetch and verify the pin (and Debian's patch archive)    <- the pin's line
 #   extracted   unpack the orig tarball, Debian's debian/ beside it
 #   patched     Debian's series, then ours (NAME-patches/series)         <- our patch files
-#   configured  P_CONFIGURE_CMDS                                         <- mk/NAME.mk, P_DEPENDENCIES
+#   configured  P_CONFIGURE_CMDS                                         <- P_MK, P_DEPENDENCIES
 #   built       P_BUILD_CMDS
 #   installed   P_INSTALL_CMDS into P_ROOT, licence texts, static check  <- what the image takes
 #
@@ -14,9 +14,10 @@
 #   P_OBJ      build folder (default: P_SRC, an in-tree build)
 #   P_ROOT     what the component puts into the image (default out/build/NAME-root)
 #   P_PATCH_DIR       our series and patches (default NAME-patches)
+#   P_MK              the file that defines it (default mk/NAME.mk)
 #   P_DEPENDENCIES    stamps or files the configure step needs (other components)
 #   P_LICENSE         SPDX expression; P_LICENSE_FILES: paths in P_SRC
-#   P_CONFIGURE_CMDS, P_BUILD_CMDS, P_INSTALL_CMDS: recipe lines (may be empty)
+#   P_POST_PATCH_CMDS, P_CONFIGURE_CMDS, P_BUILD_CMDS, P_INSTALL_CMDS: recipe lines (may be empty)
 # Targets per component: NAME, NAME-source, NAME-rebuild, NAME-reconfigure,
 # NAME-dirclean.
 
@@ -36,6 +37,7 @@ $(2)_SRC ?= $$(BUILD)/$(1)-src
 $(2)_OBJ ?= $$($(2)_SRC)
 $(2)_ROOT ?= $$(BUILD)/$(1)-root
 $(2)_PATCH_DIR ?= $(1)-patches
+$(2)_MK ?= mk/$(1).mk
 $(2)_PATCHES := $$(wildcard $$($(2)_PATCH_DIR)/series $$($(2)_PATCH_DIR)/*.patch)
 
 $$(STAMPS)/$(1)-source: $$(call pin_stamp,$(1)) | $$(STAMPS)/host-deps $$(BUILD)
@@ -49,9 +51,10 @@ $$(STAMPS)/$(1)-extracted: $$(STAMPS)/$(1)-source
 
 $$(STAMPS)/$(1)-patched: $$(STAMPS)/$(1)-extracted $$($(2)_PATCHES)
 	@scripts/apply-patches $$($(2)_SRC) $$(call package_patch_series,$(1),$(2))
+	$$($(2)_POST_PATCH_CMDS)
 	@touch $$@
 
-$$(STAMPS)/$(1)-configured: $$(STAMPS)/$(1)-patched $$($(2)_DEPENDENCIES) mk/$(1).mk mk/pkg.mk
+$$(STAMPS)/$(1)-configured: $$(STAMPS)/$(1)-patched $$($(2)_DEPENDENCIES) $$($(2)_MK) mk/pkg.mk
 	@mkdir -p $$($(2)_OBJ)
 	$$($(2)_CONFIGURE_CMDS)
 	@touch $$@

@@ -8,7 +8,7 @@ SYSROOT_PC := $(SYSROOT)/lib/pkgconfig
 SYSROOT_ENV := PKG_CONFIG_LIBDIR=$(SYSROOT_PC) PKG_CONFIG_PATH= LIBRARY_PATH=$(SYSROOT)/lib
 STORAGE_CFLAGS := -O2 -ffunction-sections -fdata-sections $(PREFIX_MAP) -isystem $(SYSROOT)/include
 STORAGE_LDFLAGS := -L$(SYSROOT)/lib -Wl,--gc-sections
-STORAGE_LIB_DEPENDENCIES := $(STAMPS)/sysroot $(STAMPS)/linux-headers mk/storage-libs.mk
+STORAGE_LIB_DEPENDENCIES := $(STAMPS)/sysroot $(STAMPS)/linux-headers
 
 $(STAMPS)/sysroot: | $(BUILD)
 	@mkdir -p $(SYSROOT)/include $(SYSROOT_PC)
@@ -16,6 +16,7 @@ $(STAMPS)/sysroot: | $(BUILD)
 
 # libaio: lvm2's I/O layer submits its reads with it. Pinned as upstream.
 LIBAIO_DEPENDENCIES := $(STORAGE_LIB_DEPENDENCIES)
+LIBAIO_MK := mk/storage-libs.mk
 LIBAIO_LICENSE := LGPL-2.1-or-later
 LIBAIO_LICENSE_FILES := COPYING
 define LIBAIO_BUILD_CMDS
@@ -27,6 +28,7 @@ $(eval $(call package,libaio,LIBAIO))
 # json-c: LUKS2 keeps its metadata as JSON. Pinned as upstream.
 JSON_C_OBJ := $(BUILD)/json-c
 JSON_C_DEPENDENCIES := $(STORAGE_LIB_DEPENDENCIES)
+JSON_C_MK := mk/storage-libs.mk
 JSON_C_LICENSE := MIT
 JSON_C_LICENSE_FILES := COPYING
 define JSON_C_CONFIGURE_CMDS
@@ -43,6 +45,7 @@ $(eval $(call package,json-c,JSON_C))
 
 # popt: cryptsetup's command line. Pinned as upstream.
 POPT_DEPENDENCIES := $(STORAGE_LIB_DEPENDENCIES)
+POPT_MK := mk/storage-libs.mk
 POPT_LICENSE := MIT
 POPT_LICENSE_FILES := COPYING
 define POPT_CONFIGURE_CMDS
