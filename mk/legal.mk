@@ -1,7 +1,7 @@
 # Licences and corresponding sources. Every component that ends up in the
 # image (in the initramfs, on the ISO, or linked into a static binary) has a
-# row in $(COMPONENTS): name, version, SPDX licence, origin, and the pins whose
-# files are its sources. The image carries each one's licence texts under
+# row in $(COMPONENTS): name, version, SPDX licence, origin, the pins whose
+# files are its sources, and the folder of our patches to it (- for none). The image carries each one's licence texts under
 # /usr/share/licenses/<name>/; `make legal-info` collects sources and texts.
 
 COMPONENTS := $(BUILD)/components.tsv
@@ -19,15 +19,15 @@ LIBGCC_LICENSE := GPL-3.0-or-later WITH GCC-exception-3.1
 GCC_MAJOR := $(shell gcc -dumpversion | cut -d. -f1)
 host_version = $(shell dpkg-query -W -f='$${Version}' $(1) 2>/dev/null)
 
-# $(call component_row,NAME,VERSION,LICENCE,ORIGIN,SOURCE PINS)
-component_row = printf '%s\t%s\t%s\t%s\t%s\n' '$(1)' '$(2)' '$(3)' '$(4)' '$(5)';
+# $(call component_row,NAME,VERSION,LICENCE,ORIGIN,SOURCE PINS[,PATCH DIR])
+component_row = printf '%s\t%s\t%s\t%s\t%s\t%s\n' '$(1)' '$(2)' '$(3)' '$(4)' '$(5)' '$(or $(6),-)';
 pin_origin = $(if $(filter src,$(call pin_kind,$(1))),debian:$(call pin,$(1),4),upstream:orig of Debian $(call pin,$(1),4) $(call pin,$(1),5))
 # An upstream pin is named by the upstream version: no epoch, no Debian revision.
 pin_version = $(if $(filter src,$(call pin_kind,$(1))),$(call pin,$(1),5),$(shell echo '$(call pin,$(1),5)' | sed 's/^[0-9]*://; s/-[^-]*$$//'))
 
 $(COMPONENTS): $(foreach p,$(PACKAGES) isolinux syslinux-common systemd-boot-efi syslinux systemd,$(call pin_stamp,$(p))) \
 		$(wildcard mk/*.mk) $(EPOCH_STAMP) | $(BUILD)
-	@{ $(foreach p,$(PACKAGES),$(call component_row,$(p),$(call pin_version,$(p)),$($(PKG_VAR_$(p))_LICENSE),$(call pin_origin,$(p)),$(p))) \
+	@{ $(foreach p,$(PACKAGES),$(call component_row,$(p),$(call pin_version,$(p)),$($(PKG_VAR_$(p))_LICENSE),$(call pin_origin,$(p)),$(p),$(wildcard $($(PKG_VAR_$(p))_PATCH_DIR)))) \
 	   $(call component_row,extrescue,$(VERSION),$(EXTRESCUE_LICENSE),ours,git) \
 	   $(call component_row,isolinux,$(call pin,isolinux,5),$(ISOLINUX_LICENSE),debian-binary:isolinux,syslinux) \
 	   $(call component_row,syslinux-common,$(call pin,syslinux-common,5),$(SYSLINUX_COMMON_LICENSE),debian-binary:syslinux-common,syslinux) \
