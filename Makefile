@@ -64,6 +64,7 @@ include mk/util-linux.mk
 include mk/mdadm.mk
 include mk/lvm2.mk
 include mk/cryptsetup.mk
+include mk/dropbear.mk
 include mk/initramfs.mk
 include mk/legal.mk
 include mk/iso.mk

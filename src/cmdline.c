@@ -2,8 +2,10 @@
  * cmdline: the kernel command line as data. Splits it the way the kernel
  * does (spaces separate words, double quotes group, no other escapes),
  * checks every rescue.* parameter against what it may be, and writes each
- * accepted value to a file of its own (DIR/param/KEY) and each console= to
- * DIR/consoles, one per line. Nothing is evaluated: the shell scripts read
+ * accepted value to a file of its own (DIR/param/KEY; one line per value for
+ * the repeatable ones), each console= to DIR/consoles, one per line, and each
+ * network parameter (ip=, nameserver=, vlan=, ifname=) normalised to
+ * DIR/net/NAME, one line per value (see netargs.h). Nothing is evaluated: the shell scripts read
  * those files with cat. A parameter that is unknown or malformed gets one
  * warning line on standard error and is left out; the exit status is 0
  * whatever the input, because PID 1 must go on.
@@ -16,26 +18,33 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "netargs.h"
+#include "sshkey.h"
+
 #define MAX_LINE 8192	/* x86 passes at most 2048; be generous, then stop */
 #define MAX_VALUE 1024
+#define MAX_REPEAT 16	/* values of one repeatable parameter */
 
-enum kind { WORD, NUMBER, NAMES, DEVICE, KEYFILE };
+enum kind { WORD, NUMBER, NAMES, DEVICE, KEYFILE, SSHKEY, URL };
 
 static const struct param {
 	const char *key;
 	enum kind kind;
 	const char *words;	/* WORD: the accepted values, '|'-separated */
 	long min, max;		/* NUMBER: the range accepted */
+	int repeat;		/* may be given more than once */
 } params[] = {
-	{"fsck", WORD, "report|check|repair", 0, 0},
-	{"devices", NAMES, NULL, 0, 0},
-	{"undo", DEVICE, NULL, 0, 0},
-	{"after", WORD, "shell|poweroff|reboot", 0, 0},
-	{"settle", NUMBER, NULL, 0, 3600},
-	{"assemble", WORD, "ro|rw", 0, 0},
-	{"keyfile", KEYFILE, NULL, 0, 0},
-	{"timeout", NUMBER, NULL, 1, 86400},
-	{"progress", NUMBER, NULL, 1, 86400},
+	{"fsck", WORD, "report|check|repair", 0, 0, 0},
+	{"devices", NAMES, NULL, 0, 0, 0},
+	{"undo", DEVICE, NULL, 0, 0, 0},
+	{"after", WORD, "shell|poweroff|reboot", 0, 0, 0},
+	{"settle", NUMBER, NULL, 0, 3600, 0},
+	{"assemble", WORD, "ro|rw", 0, 0, 0},
+	{"keyfile", KEYFILE, NULL, 0, 0, 0},
+	{"timeout", NUMBER, NULL, 1, 86400, 0},
+	{"progress", NUMBER, NULL, 1, 86400, 0},
+	{"ssh_key", SSHKEY, NULL, 0, 0, 1},
+	{"report", URL, NULL, 0, 0, 0},
 };
 
 static const char *dir = "/run/extrescue";
@@ -89,11 +98,16 @@ static const char *judge(const struct param *p, const char *v)
 		return *v ? NULL : "is empty";
 	case KEYFILE:
 		return (strchr(v, ':') && *v != ':' && v[strlen(v) - 1] != ':') ? NULL : "is not DEVICE:PATH";
+	case SSHKEY:
+		/* A key, or where to fetch an authorized_keys file from. */
+		return strstr(v, "://") ? url_check(v) : sshkey_check(v);
+	case URL:
+		return url_check(v);
 	}
 	return "is not understood";
 }
 
-static void warn(const char *key, const char *value, const char *why)
+static void warn(const char *prefix, const char *key, const char *value, const char *why)
 {
 	/* Shown, not trusted: at most 40 characters, controls as '?'. */
 	char shown[48];
@@ -102,7 +116,7 @@ static void warn(const char *key, const char *value, const char *why)
 	for (; value && value[i] && i < 40; i++)
 		shown[i] = (value[i] < 0x20 || value[i] > 0x7e) ? '?' : value[i];
 	shown[i] = 0;
-	fprintf(stderr, "extrescue: rescue.%s%s%s%s %s; ignored\n", key, value ? "=" : "", shown,
+	fprintf(stderr, "extrescue: %s%s%s%s%s %s; ignored\n", prefix, key, value ? "=" : "", shown,
 		value && strlen(value) > 40 ? "..." : "", why);
 }
 
@@ -121,6 +135,45 @@ static void save(const char *file, const char *value, const char *mode)
 	fclose(f);
 }
 
+/* How many values FILE already took; the first call for a file counts 1. */
+static int count(const char *file)
+{
+	static char seen[8][32];
+	static int times[8];
+
+	for (int i = 0; i < 8; i++) {
+		if (!seen[i][0])
+			snprintf(seen[i], sizeof(seen[i]), "%s", file);
+		if (!strcmp(seen[i], file))
+			return ++times[i];
+	}
+	return MAX_REPEAT + 1;
+}
+
+static void take_net(const char *param, const char *value)
+{
+	char line[NETARGS_LINE], file[64];
+	const char *why;
+
+	if (!value) {
+		warn("", param, NULL, "has no value");
+		return;
+	}
+	why = printable(value) ? netarg_parse(param, value, line, sizeof(line)) : "holds control characters";
+	if (why) {
+		warn("", param, value, why);
+		return;
+	}
+	snprintf(file, sizeof(file), "net/%s", param);
+	if (!*line)
+		return;
+	if (count(file) > MAX_REPEAT) {
+		warn("", param, value, "is one too many (at most 16)");
+		return;
+	}
+	save(file, line, "a");
+}
+
 static void take(char *param, char *value)
 {
 	char *key;
@@ -128,6 +181,10 @@ static void take(char *param, char *value)
 	if (!strcmp(param, "console") && value) {
 		if (printable(value) && strlen(value) <= 64)
 			save("consoles", value, "a");
+		return;
+	}
+	if (netarg_known(param)) {
+		take_net(param, value);
 		return;
 	}
 	if (strncmp(param, "rescue.", 7))
@@ -140,18 +197,23 @@ static void take(char *param, char *value)
 		if (strcmp(params[i].key, key))
 			continue;
 		if (!value) {
-			warn(key, NULL, "has no value");
+			warn("rescue.", key, NULL, "has no value");
 			return;
 		}
 		if ((why = judge(&params[i], value))) {
-			warn(key, value, why);
+			warn("rescue.", key, value, why);
 			return;
 		}
 		snprintf(file, sizeof(file), "param/%s", key);
-		save(file, value, "w");
+		if (params[i].repeat && count(file) > MAX_REPEAT) {
+			warn("rescue.", key, value, "is one too many (at most 16)");
+			return;
+		}
+		save(file, value, params[i].repeat ? "a" : "w");
 		return;
 	}
-	warn(key[0] && strlen(key) < 32 && printable(key) ? key : "?", NULL, "is not a parameter extrescue knows");
+	warn("rescue.", key[0] && strlen(key) < 32 && printable(key) ? key : "?", NULL,
+	     "is not a parameter extrescue knows");
 }
 
 /* The kernel's next_arg(): one word, "quoted" parts may hold spaces; the
@@ -209,11 +271,17 @@ int main(int argc, char **argv)
 		else
 			file = argv[i];
 	}
-	snprintf(path, sizeof(path), "%s/param", dir);
 	mkdir(dir, 0755);
+	snprintf(path, sizeof(path), "%s/param", dir);
 	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/consoles", dir);
-	remove(path);
+	snprintf(path, sizeof(path), "%s/net", dir);
+	mkdir(path, 0755);
+	/* What is appended to starts empty. */
+	for (const char *const *f = (const char *const[]){"consoles", "param/ssh_key", "net/ip",
+		"net/nameserver", "net/vlan", "net/ifname", NULL}; *f; f++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, *f);
+		remove(path);
+	}
 	f = fopen(file, "r");
 	if (!f) {
 		fprintf(stderr, "extrescue: cannot read %s: %s; no parameters taken\n", file, strerror(errno));

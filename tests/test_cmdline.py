@@ -63,3 +63,80 @@ def test_garbage_and_truncation(tmp_path):
     params, _, warnings = parse(tmp_path, b"rescue.fsck=check\x01 rescue.settle=5 \xff\xfe " + b"x" * 20000)
     assert params == {"settle": "5"}, params
     assert any("holds control characters" in w for w in warnings), warnings
+
+
+def net(tmp_path):
+    folder = tmp_path / "out" / "net"
+    return {p.name: p.read_text().splitlines() for p in folder.iterdir()}
+
+
+def test_network_parameters_are_normalised(tmp_path):
+    _, _, warnings = parse(
+        tmp_path, "ip=dhcp ip=eth1:dhcp6 ip=52-54-00-AA-bb-cc:on "
+                  "ip=10.1.2.3::10.1.2.1:255.255.255.0:web1:52:54:00:12:34:56:none:10.1.2.53 "
+                  "ip=10.0.0.2:::24::eth0.5:off ip=off nameserver=1.1.1.1 nameserver=2001:db8::53 "
+                  "vlan=eth0.5:eth0 vlan=vlan0007:bond0 ifname=lan0:52:54:00:AA:bb:cc")
+    assert not warnings
+    assert net(tmp_path) == {
+        "ip": ["dhcp -", "dhcp6 eth1", "dhcp 52:54:00:aa:bb:cc",
+               "static 52:54:00:12:34:56 10.1.2.3/24 10.1.2.1 web1 10.1.2.53 -",
+               "static eth0.5 10.0.0.2/24 - - - -"],
+        "nameserver": ["1.1.1.1", "2001:db8::53"],
+        "vlan": ["eth0.5 eth0 5", "vlan0007 bond0 7"],
+        "ifname": ["lan0 52:54:00:aa:bb:cc"],
+    }
+
+
+@pytest.mark.parametrize("arg,warning", [
+    ("ip=10.1.2.3:::255.0.255.0::eth0:none", "has no valid netmask"),
+    ("ip=:::24::eth0:none", "has no IPv4 client address"),
+    ("ip=10.1.2.3::10.1.2.1:24:h;reboot:eth0:none", "has a host name with characters"),
+    ("ip=10.1.2.3:::24::$(reboot):none", "names a device that is neither"),
+    ("ip=eth0:bootp", "asks for an address method other than dhcp"),
+    ("ip=eth0:none", "gives a device but no address"),
+    ("ip=1:2:3", "is not CLIENT:SERVER:GW:NETMASK:HOSTNAME:DEVICE:METHOD"),
+    ("ip=" + ":" * 40, "is not CLIENT:SERVER"),
+    ("nameserver=one.one", "is not an IP address"),
+    ("vlan=eth0.5000:eth0", "has a VLAN id outside 1-4094"),
+    ("vlan=mgmt:eth0", "carries no VLAN id"),
+    ("ifname=lan0:52:54:00:12:34", "is not NAME:MAC"),
+    ("ip", "ip has no value"),
+    ("rescue.ssh_key=ssh-dss AAAAB3NzaC1kc3MAAACBAP", "is not a public key of a type Dropbear takes"),
+    ("rescue.ssh_key=\"ssh-ed25519 AAAAB3NzaC1yc2EAAAADAQABAAABAQAA x\"", "has key data of another type"),
+    ("rescue.ssh_key=https://example/keys", "is not an http:// URL"),
+    ("rescue.report=http://collector:99999/r", "has a port that is not 1-65535"),
+    ("rescue.report=http://collector", "has no /PATH after its host"),
+    ("rescue.report=http://a/b`id`", "holds spaces, quotes or control characters"),
+])
+def test_bad_network_values_are_named_and_ignored(tmp_path, arg, warning):
+    params, _, warnings = parse(tmp_path, f"{arg} rescue.fsck=check")
+    assert params == {"fsck": "check"}, params
+    assert not any(net(tmp_path).values())
+    assert len(warnings) == 1 and warning in warnings[0], warnings
+
+
+def test_repeated_values_are_bounded(tmp_path):
+    pub = ("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEkFJ7nK3Z4z9Dd3Jqj8kzYdgCZ/4o3panB55BX3DZlj k")
+    params, _, warnings = parse(tmp_path, " ".join([f'"rescue.ssh_key={pub}{i}"' for i in range(20)] +
+                                          [f"nameserver=10.0.0.{i}" for i in range(20)]))
+    assert params["ssh_key"].splitlines() == [f"{pub}{i}" for i in range(16)]
+    assert len(net(tmp_path)["nameserver"]) == 16
+    assert len(warnings) == 8 and all("is one too many (at most 16)" in w for w in warnings), warnings
+
+
+AUTHKEYS = os.path.join(OUT, "build", "src", "host", "authkeys")
+
+
+@pytest.mark.parametrize("text,status,kept,said", [
+    (b"# team\n\nssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEkFJ7nK3Z4z9Dd3Jqj8kzYdgCZ/4o3panB55BX3DZlj a@b\r\n"
+     b"from=\"10.0.0.1\" ssh-ed25519 AAAA\n", 0, 1, "line 4 is not a public key"),
+    (b"ssh-ed25519 " + b"A" * (64 << 10), 2, 0, "is larger than 64 KiB; no key taken from it"),
+    (b"ssh-ed25519 AAAA\x00", 1, 0, "is not text"),
+    (b"hello\n", 1, 0, "holds no usable public key"),
+])
+def test_authorized_keys_from_a_url_are_checked(text, status, kept, said):
+    r = host(["make", "--no-print-directory", "-C", TOP, AUTHKEYS])
+    assert r.returncode == 0, r.stderr
+    r = host([AUTHKEYS, "http://10.0.2.2/keys"], input=text.decode("latin-1"))
+    assert r.returncode == status and len(r.stdout.splitlines()) == kept, (r.stdout, r.stderr)
+    assert said in r.stderr

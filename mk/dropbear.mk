@@ -1,0 +1,32 @@
+# dropbear: the SSH server, client (dbclient, also as ssh) and scp, one static
+# musl binary. Keys only: password authentication is compiled out
+# (configs/dropbear-localoptions.h); no zlib, PAM, syslog or login records.
+
+DROPBEAR_OBJ := $(BUILD)/dropbear
+DROPBEAR_DEPENDENCIES := $(STAMPS)/linux-headers configs/dropbear-localoptions.h
+DROPBEAR_LICENSE := MIT AND BSD-2-Clause AND Unlicense
+DROPBEAR_LICENSE_FILES := LICENSE libtomcrypt/LICENSE libtommath/LICENSE
+DROPBEAR_PROGRAMS := dropbear dbclient dropbearkey scp
+DROPBEAR_CONFIGURE_OPTIONS := --enable-static --disable-zlib --disable-pam --disable-syslog \
+	--disable-lastlog --disable-utmp --disable-utmpx --disable-wtmp --disable-wtmpx \
+	--disable-loginfunc --disable-pututline --disable-pututxline --disable-harden
+define DROPBEAR_CONFIGURE_CMDS
+	@cp configs/dropbear-localoptions.h $(DROPBEAR_OBJ)/localoptions.h
+	@cd $(DROPBEAR_OBJ) && CC="$(MUSL_CC)" CFLAGS="-O2 -ffunction-sections -fdata-sections $(PREFIX_MAP)" \
+	  LDFLAGS="-static -Wl,--gc-sections" \
+	  $(TOP)/scripts/logged dropbear configure $(DROPBEAR_OBJ)/configure.log \
+	  $(DROPBEAR_SRC)/configure --host=x86_64-linux-musl $(DROPBEAR_CONFIGURE_OPTIONS)
+endef
+define DROPBEAR_BUILD_CMDS
+	@scripts/logged dropbear build $(DROPBEAR_OBJ)/build.log $(MAKE) -C $(DROPBEAR_OBJ) -j$(JOBS) \
+	  PROGRAMS="$(DROPBEAR_PROGRAMS)" MULTI=1
+endef
+# One binary; each program is a link to it, dbclient also as ssh.
+define DROPBEAR_INSTALL_CMDS
+	@mkdir -p $(DROPBEAR_ROOT)/usr/bin $(DROPBEAR_ROOT)/usr/sbin
+	@strip --strip-all -o $(DROPBEAR_ROOT)/usr/bin/dropbearmulti $(DROPBEAR_OBJ)/dropbearmulti
+	@ln -s ../bin/dropbearmulti $(DROPBEAR_ROOT)/usr/sbin/dropbear
+	@for p in dbclient dropbearkey scp; do ln -s dropbearmulti $(DROPBEAR_ROOT)/usr/bin/$$p; done
+	@ln -s dbclient $(DROPBEAR_ROOT)/usr/bin/ssh
+endef
+$(eval $(call package,dropbear,DROPBEAR))

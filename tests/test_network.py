@@ -1,0 +1,201 @@
+"""The network, only when asked: ip= (DHCP on virtio-net and e1000e, static
+with a MAC as device, a VLAN on top, a pinned name), key-only SSH reached
+through a port forwarded on 127.0.0.1, keys fetched from a URL, and every bad
+value named in one line with the shell still there and nothing listening."""
+import hashlib
+import http.server
+import os
+import re
+import socket
+import threading
+
+import pytest
+
+from disks import make_fs
+from harness import host, scaled
+
+MAC = "52:54:00:12:34:56"
+SSH_OPTS = ["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "-o", "ConnectTimeout=30",
+            "-o", "LogLevel=ERROR"]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def boot(guest, name, append, nics, disks=()):
+    args = ["--direct", "--mem", "768", "--append", "console=ttyS0,115200n8 " + append]
+    for nic in nics:
+        args += ["--nic", nic]
+    for d in disks:
+        args += ["--disk", f"{d},if=virtio-blk,rw"]
+    g = guest(name, args)
+    g.wait_shell()
+    # The network is set up in the background; wait until that is over.
+    g.check("n=0; while [ ! -e /run/extrescue/net/ready ] && [ $n -lt 600 ]; do sleep 0.2; n=$((n+1)); done; "
+            "[ -e /run/extrescue/net/ready ]", timeout=180)
+    return g
+
+
+def listening(g):
+    """The TCP ports the guest listens on."""
+    out = g.check("netstat -ltn")
+    return sorted({int(m.group(1)) for m in re.finditer(r"^tcp6?\s+\d+\s+\d+\s+\S+:(\d+)\s", out, re.M)})
+
+
+def keypair(folder, name):
+    path = os.path.join(folder, name)
+    r = host(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"test-{name}", "-f", path])
+    assert r.returncode == 0, r.stderr
+    with open(path + ".pub") as f:
+        return path, f.read().strip()
+
+
+def ssh(key, port, command, folder, extra=()):
+    return host(["ssh", *SSH_OPTS, "-o", f"UserKnownHostsFile={folder}/known_hosts", "-i", key,
+                 "-p", str(port), *extra, "root@127.0.0.1", command], timeout=scaled(120))
+
+
+@pytest.mark.parametrize("model", ["virtio-net-pci", "e1000e"])
+def test_dhcp_address_in_banner(guest, model):
+    g = boot(guest, f"net-dhcp-{model}", "ip=dhcp", [model])
+    assert "10.0.2.15/24 by DHCP" in g.serial_log()
+    banner = g.check("/lib/extrescue/banner")
+    assert re.search(r"eth0\s+52:54:00:[0-9a-f:]{8}\s+link up .*10\.0\.2\.15/24", banner), banner
+    assert "default via 10.0.2.2 dev eth0" in g.check("ip route")
+    assert "nameserver 10.0.2.3" in g.check("cat /etc/resolv.conf")
+    assert listening(g) == [], "a DHCP boot without a key opened a port"
+    g.assert_no_fatal()
+
+
+def test_static_by_mac_vlan_and_pinned_name(guest, tmp_path):
+    # A web server on the host proves the static address works end to end.
+    (tmp_path / "hello").write_text("static works\n")
+    handler = lambda *a: http.server.SimpleHTTPRequestHandler(*a, directory=str(tmp_path))  # noqa: E731
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        g = boot(guest, "net-static", f"ip=10.0.2.30::10.0.2.2:255.255.255.0:web1:{MAC}:none:10.0.2.3 "
+                 "vlan=vlan7:lan0 ip=192.168.7.2:::24::vlan7:none ifname=lan0:" + MAC.upper(),
+                 [f"virtio-net-pci,mac={MAC}"])
+        assert "10.0.2.30/24" in g.check("ip -o -4 addr show dev lan0")
+        assert g.check("hostname").strip() == "web1"
+        vlan = g.check("ip -d link show vlan7")
+        assert "vlan protocol 802.1Q id 7" in vlan and "lan0" in vlan and "state UP" in vlan, vlan
+        assert "192.168.7.2/24" in g.check("ip -o -4 addr show dev vlan7")
+        got = g.check(f"wget -q -O - http://10.0.2.2:{server.server_address[1]}/hello")
+        assert "static works" in got
+    finally:
+        server.shutdown()
+
+
+def test_ssh_keys_only(guest, tmp_path):
+    folder = str(tmp_path)
+    key, pub = keypair(folder, "admin")
+    other, _ = keypair(folder, "stranger")
+    img = str(tmp_path / "data.img")
+    make_fs(img, "64M")
+    port = free_port()
+    g = boot(guest, "net-ssh", f'ip=dhcp rescue.ssh_key="{pub}"', [f"virtio-net-pci,fwd={port}:22"], [img])
+    said = re.search(r"SSH on port 22 for 1 key\(s\), root; host keys: ED25519 (SHA256:\S+), ECDSA (SHA256:\S+)",
+                     g.serial_log())
+    assert said, g.serial_log()[-2000:]
+    assert listening(g) == [22]
+    assert "ED25519 " + said.group(1) in g.check("/lib/extrescue/banner")
+
+    # The host key the client sees is the one the console printed.
+    scan = host(["ssh-keyscan", "-T", "30", "-p", str(port), "127.0.0.1"], timeout=scaled(120))
+    fps = host(["ssh-keygen", "-lf", "-"], input=scan.stdout)
+    assert said.group(1) in fps.stdout and said.group(2) in fps.stdout, (scan.stderr, fps.stdout)
+
+    # Root gets the console's shell and tools.
+    r = ssh(key, port, "extscan --json", folder)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == g.check("extscan --json").strip()
+
+    # An undo file copied off with scp is the same file.
+    g.check("tune2fs -z /tmp/label.e2undo -L renamed /dev/vda > /dev/null")
+    inside = g.check("sha256sum /tmp/label.e2undo").split()[0]
+    r = host(["scp", "-O", *SSH_OPTS, "-o", f"UserKnownHostsFile={folder}/known_hosts", "-i", key,
+              "-P", str(port), "root@127.0.0.1:/tmp/label.e2undo", folder], timeout=scaled(120))
+    assert r.returncode == 0, r.stderr
+    with open(os.path.join(folder, "label.e2undo"), "rb") as f:
+        assert hashlib.sha256(f.read()).hexdigest() == inside
+
+    # Another key is refused, and no password is ever asked for.
+    r = ssh(other, port, "true", folder)
+    assert r.returncode == 255 and "Permission denied (publickey)" in r.stderr, r.stderr
+    r = ssh(key, port, "true", folder, ["-v", "-o", "PubkeyAuthentication=no"])
+    assert r.returncode == 255
+    offered = re.findall(r"Authentications that can continue: (\S+)", r.stderr)
+    assert offered and all(o == "publickey" for o in offered), r.stderr[-1500:]
+    g.assert_no_fatal()
+
+
+def test_no_key_nothing_listens(guest):
+    port = free_port()
+    g = boot(guest, "net-nokey", "ip=dhcp", [f"virtio-net-pci,fwd={port}:22"])
+    assert listening(g) == []
+    # QEMU accepts on the host side; the guest has nothing behind it.
+    r = host(["ssh-keyscan", "-T", "20", "-p", str(port), "127.0.0.1"], timeout=scaled(60))
+    assert not r.stdout.strip()
+    assert not g.run("test -e /run/dropbear.pid")[0] == 0
+
+
+def serve(folder):
+    """An HTTP server on 127.0.0.1 serving FOLDER; the guest reaches it as 10.0.2.2."""
+    handler = lambda *a: http.server.SimpleHTTPRequestHandler(*a, directory=folder)  # noqa: E731
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_keys_fetched_from_url(guest, tmp_path):
+    folder = str(tmp_path)
+    key, pub = keypair(folder, "admin")
+    (tmp_path / "keys").write_text(f"# the team's keys\n{pub}\nnot a key at all\n")
+    server = serve(folder)
+    port = free_port()
+    try:
+        url = f"http://10.0.2.2:{server.server_address[1]}/keys"
+        g = boot(guest, "net-keyurl", f"ip=dhcp rescue.ssh_key={url}", [f"virtio-net-pci,fwd={port}:22"])
+        log = g.serial_log()
+        assert f"rescue.ssh_key={url} line 3 is not a public key" in log, log[-1500:]
+        assert "SSH on port 22 for 1 key(s)" in log
+        r = ssh(key, port, "cat /etc/os-release", folder)
+        assert r.returncode == 0 and "extrescue" in r.stdout, r.stderr
+    finally:
+        server.shutdown()
+
+
+def test_bad_network_values_are_named(guest, tmp_path):
+    (tmp_path / "big").write_bytes(b"ssh-ed25519 " + b"A" * (10 << 20))
+    server = serve(str(tmp_path))
+    dead = free_port()
+    try:
+        http_port = server.server_address[1]
+        g = boot(guest, "net-bad",
+                 "ip=10.0.2.99:::255.0.255.0::eth0:none ip=dhcp:bogus vlan=nope ifname=x:zz nameserver=$(reboot) "
+                 'rescue.ssh_key="ssh-ed25519 AAAAC3NzaC1lZDI1!!!! x" '
+                 f"rescue.ssh_key=http://10.0.2.2:{http_port}/big rescue.ssh_key=http://10.0.2.2:{dead}/keys "
+                 "ip=eth9:dhcp rescue.timeout=6",
+                 ["virtio-net-pci"])
+        log = g.serial_log()
+        for line in ["ip=10.0.2.99:::255.0.255.0::eth0:none has no valid netmask",
+                     "ip=dhcp:bogus asks for an address method other than dhcp",
+                     "vlan=nope is not NAME:PARENT",
+                     "ifname=x:zz is not NAME:MAC",
+                     "nameserver=$(reboot) is not an IP address",
+                     "rescue.ssh_key=ssh-ed25519 AAAAC3NzaC1lZDI1!!!! x has key data that is not base64",
+                     f"rescue.ssh_key=http://10.0.2.2:{http_port}/big is larger than 64 KiB",
+                     f"rescue.ssh_key=http://10.0.2.2:{dead}/keys could not be fetched",
+                     "no interface eth9",
+                     "no usable key in rescue.ssh_key=; the SSH server is not started"]:
+            assert line in log, f"missing {line!r} in {log[-3000:]}"
+        assert listening(g) == []
+        assert g.check("echo alive").strip() == "alive"
+        g.assert_no_fatal()
+    finally:
+        server.shutdown()
