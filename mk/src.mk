@@ -42,12 +42,17 @@ $(eval $(call host_tool,$(SRC_OBJ)/host/extscan,$(EXTSCAN_SRC),$(SANITIZE)))
 
 # cmdline: the kernel command line as data (run by init), network parameters
 # and SSH keys included; authkeys: a fetched authorized_keys file, checked.
-CMDLINE_SRC := src/cmdline.c src/netargs.c src/netargs.h src/sshkey.c src/sshkey.h
+CMDLINE_SRC := src/cmdline.c src/kargs.c src/kargs.h src/netargs.c src/netargs.h src/sshkey.c src/sshkey.h
 $(eval $(call static_tool,$(SRC_ROOT)/sbin/cmdline,$(CMDLINE_SRC)))
 $(eval $(call host_tool,$(SRC_OBJ)/host/cmdline,$(CMDLINE_SRC),$(SANITIZE)))
 AUTHKEYS_SRC := src/authkeys.c src/sshkey.c src/sshkey.h
 $(eval $(call static_tool,$(SRC_ROOT)/lib/extrescue/authkeys,$(AUTHKEYS_SRC)))
 $(eval $(call host_tool,$(SRC_OBJ)/host/authkeys,$(AUTHKEYS_SRC),$(SANITIZE)))
+
+# report: the JSON document rescue.report= sends.
+REPORT_SRC := src/report.c src/kargs.c src/kargs.h
+$(eval $(call static_tool,$(SRC_ROOT)/lib/extrescue/report,$(REPORT_SRC)))
+$(eval $(call host_tool,$(SRC_OBJ)/host/report,$(REPORT_SRC),$(SANITIZE)))
 
 # inroot: resolves the target's paths inside its root (used by rescue-mount).
 $(eval $(call static_tool,$(SRC_ROOT)/lib/extrescue/inroot,src/inroot.c))

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "kargs.h"
 #include "netargs.h"
 #include "sshkey.h"
 
@@ -176,7 +177,8 @@ static void take_net(const char *param, const char *value)
 
 static void take(char *param, char *value)
 {
-	char *key;
+	static int keys_seen;
+	char *key, label[32];
 
 	if (!strcmp(param, "console") && value) {
 		if (printable(value) && strlen(value) <= 64)
@@ -200,7 +202,14 @@ static void take(char *param, char *value)
 			warn("rescue.", key, NULL, "has no value");
 			return;
 		}
+		if (params[i].kind == SSHKEY)
+			keys_seen++;
 		if ((why = judge(&params[i], value))) {
+			/* Key text is not repeated: messages go into the report. */
+			if (params[i].kind == SSHKEY && !strstr(value, "://")) {
+				snprintf(label, sizeof(label), "<key %d>", keys_seen);
+				value = label;
+			}
 			warn("rescue.", key, value, why);
 			return;
 		}
@@ -214,47 +223,6 @@ static void take(char *param, char *value)
 	}
 	warn("rescue.", key[0] && strlen(key) < 32 && printable(key) ? key : "?", NULL,
 	     "is not a parameter extrescue knows");
-}
-
-/* The kernel's next_arg(): one word, "quoted" parts may hold spaces; the
- * quotes around a value (or the whole word) are not part of it. */
-static char *next_word(char *s, char **param, char **value)
-{
-	int in_quote = 0, quoted = 0;
-	size_t i, equals = 0;
-
-	if (*s == '"') {
-		s++;
-		in_quote = quoted = 1;
-	}
-	for (i = 0; s[i]; i++) {
-		if ((s[i] == ' ' || s[i] == '\t' || s[i] == '\n') && !in_quote)
-			break;
-		if (!equals && s[i] == '=')
-			equals = i;
-		if (s[i] == '"')
-			in_quote = !in_quote;
-	}
-	*param = s;
-	*value = NULL;
-	if (equals) {
-		s[equals] = 0;
-		*value = s + equals + 1;
-		if (**value == '"') {
-			(*value)++;
-			if (i > 0 && s[i - 1] == '"')
-				s[i - 1] = 0;
-		}
-	}
-	if (quoted && i > 0 && s[i - 1] == '"')
-		s[i - 1] = 0;
-	if (s[i]) {
-		s[i] = 0;
-		i++;
-	}
-	while (s[i] == ' ' || s[i] == '\t' || s[i] == '\n')
-		i++;
-	return s + i;
 }
 
 int main(int argc, char **argv)
@@ -295,7 +263,7 @@ int main(int argc, char **argv)
 	for (char *s = line + strspn(line, " \t\n"); *s;) {
 		char *param, *value;
 
-		s = next_word(s, &param, &value);
+		s = kargs_next(s, &param, &value);
 		if (*param)
 			take(param, value);
 	}

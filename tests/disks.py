@@ -56,3 +56,15 @@ def sha256_file(path):
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def damaged(tmp_path, name):
+    """An ext4 image with known files, then the inode of one of them cleared."""
+    src = tmp_path / f"{name}-tree"
+    src.mkdir()
+    tree(str(src), files=12)
+    img = str(tmp_path / f"{name}.img")
+    make_fs(img, "32M", label=name, populate=str(src), options=["-b", "4096"])
+    subprocess.run(["debugfs", "-w", "-R", "clri /dir1/file005", img], check=True, capture_output=True)
+    assert host(["e2fsck", "-fn", img]).returncode == 4
+    return img

@@ -4,14 +4,17 @@ through a port forwarded on 127.0.0.1, keys fetched from a URL, and every bad
 value named in one line with the shell still there and nothing listening."""
 import hashlib
 import http.server
+import json
 import os
 import re
 import socket
 import threading
+import time
 
+import pexpect
 import pytest
 
-from disks import make_fs
+from disks import damaged, make_fs
 from harness import host, scaled
 
 MAC = "52:54:00:12:34:56"
@@ -188,7 +191,7 @@ def test_bad_network_values_are_named(guest, tmp_path):
                      "vlan=nope is not NAME:PARENT",
                      "ifname=x:zz is not NAME:MAC",
                      "nameserver=$(reboot) is not an IP address",
-                     "rescue.ssh_key=ssh-ed25519 AAAAC3NzaC1lZDI1!!!! x has key data that is not base64",
+                     "rescue.ssh_key=<key 1> has key data that is not base64",
                      f"rescue.ssh_key=http://10.0.2.2:{http_port}/big is larger than 64 KiB",
                      f"rescue.ssh_key=http://10.0.2.2:{dead}/keys could not be fetched",
                      "no interface eth9",
@@ -199,3 +202,106 @@ def test_bad_network_values_are_named(guest, tmp_path):
         g.assert_no_fatal()
     finally:
         server.shutdown()
+
+
+class Collector:
+    """An HTTP server on 127.0.0.1 that keeps every POSTed body."""
+
+    def __init__(self):
+        self.bodies = []
+        bodies = self.bodies
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length", 0))
+                bodies.append((self.headers.get("Content-Type"), self.rfile.read(length)))
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *a):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://10.0.2.2:{self.server.server_address[1]}/extrescue/report"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def wait(self, seconds):
+        end = time.monotonic() + seconds
+        while not self.bodies and time.monotonic() < end:
+            time.sleep(0.5)
+        return self.bodies
+
+    def close(self):
+        self.server.shutdown()
+
+
+# The documented fields of schema 1 (README, "The report") and their JSON types.
+FIELDS = {"schema": int, "extrescue": str, "kernel": str, "uptime_seconds": int, "machine": dict,
+          "cmdline": str, "disks": list, "assembled": list, "extscan": list, "fsck": list,
+          "errors": list, "messages": list}
+MACHINE = {"vendor", "product", "serial", "hostname", "interfaces"}
+FSCK = {"mode", "device", "status", "meaning", "seconds", "undo_file", "undo_command"}
+
+
+def valid_report(content_type, body):
+    assert content_type == "application/json"
+    doc = json.loads(body)
+    assert {k: type(v) for k, v in doc.items()} == FIELDS, doc
+    assert doc["schema"] == 1 and set(doc["machine"]) == MACHINE
+    assert all(set(e) == FSCK for e in doc["fsck"])
+    return doc
+
+
+def test_report_after_an_unattended_repair(guest, tmp_path):
+    folder = str(tmp_path)
+    _, pub = keypair(folder, "admin")
+    bad = damaged(tmp_path, "bad")
+    undo = str(tmp_path / "undo.img")
+    make_fs(undo, "64M", label="undo")
+    collector = Collector()
+    try:
+        g = guest("net-report-repair", [
+            "--direct", "--mem", "768", "--nic", "virtio-net-pci",
+            "--disk", f"{bad},if=virtio-blk,rw", "--disk", f"{undo},if=virtio-blk,rw",
+            "--append", f"console=ttyS0,115200n8 ip=dhcp rescue.ssh_key=\"{pub}\" rescue.report={collector.url} "
+                        "rescue.fsck=repair rescue.devices=vda rescue.undo=LABEL=undo rescue.after=poweroff"],
+            boot_timeout=300)
+        g.expect([pexpect.EOF], scaled(300), "the unattended repair to power off")
+        assert f"report sent to {collector.url}" in g.serial_log()
+        assert len(collector.bodies) == 1, "not exactly one report for the boot"
+        content_type, body = collector.bodies[0]
+        doc = valid_report(content_type, body)
+        entry = [e for e in doc["fsck"] if e["device"] == "/dev/vda"]
+        assert entry and entry[0]["mode"] == "repair" and entry[0]["status"] & 1, doc["fsck"]
+        assert re.fullmatch(r"e2undo /run/undo-disk/extrescue-undo/vda-\d{8}-\d{6}-0\.e2undo /dev/vda",
+                            entry[0]["undo_command"]), entry
+        assert any(d["label"] == "bad" for d in doc["extscan"] if "label" in d)
+        assert {"name": "eth0"}.items() <= doc["machine"]["interfaces"][0].items()
+        assert "10.0.2.15/24" in doc["machine"]["interfaces"][0]["addresses"]
+        assert "rescue.ssh_key=<removed>" in doc["cmdline"]
+        blob = pub.split()[1]
+        assert blob[:20].encode() not in body and blob[-20:].encode() not in body, "key text in the report"
+    finally:
+        collector.close()
+
+
+def test_report_of_a_bare_boot_and_a_collector_that_is_down(guest):
+    collector = Collector()
+    try:
+        g = boot(guest, "net-report-bare", f"ip=dhcp rescue.report={collector.url}", ["virtio-net-pci"])
+        doc = valid_report(*collector.wait(scaled(120))[0])
+        assert doc["fsck"] == [] and doc["cmdline"].startswith("console=ttyS0")
+        time.sleep(3)
+        assert len(collector.bodies) == 1
+        g.kill()
+    finally:
+        collector.close()
+    # Nobody listens: the power-off still comes within the timeout.
+    dead = free_port()
+    g = guest("net-report-down", ["--direct", "--mem", "768", "--nic", "virtio-net-pci", "--append",
+                                  f"console=ttyS0,115200n8 ip=dhcp rescue.report=http://10.0.2.2:{dead}/r "
+                                  "rescue.timeout=8 rescue.after=poweroff"])
+    started = time.monotonic()
+    g.expect([r"report to http://10\.0\.2\.2:\d+/r not sent within 8 s"], scaled(120), "the report's give-up line")
+    g.expect([pexpect.EOF], scaled(30), "the power-off after the report gave up")
+    assert time.monotonic() - started < scaled(60)

@@ -4,20 +4,8 @@ import re
 import shutil
 import subprocess
 
-from disks import blank, cat, fsck_clean, make_fs, sha256_file, tree
+from disks import blank, cat, damaged, fsck_clean, make_fs, sha256_file
 from harness import boot_with_disks, host, run_to_poweroff
-
-
-def damaged(tmp_path, name):
-    """An ext4 image with known files, then the inode of one of them cleared."""
-    src = tmp_path / f"{name}-tree"
-    src.mkdir()
-    tree(str(src), files=12)
-    img = str(tmp_path / f"{name}.img")
-    make_fs(img, "32M", label=name, populate=str(src), options=["-b", "4096"])
-    subprocess.run(["debugfs", "-w", "-R", "clri /dir1/file005", img], check=True, capture_output=True)
-    assert host(["e2fsck", "-fn", img]).returncode == 4
-    return img
 
 
 def test_check_reports_and_writes_nothing(guest, tmp_path):

@@ -1,0 +1,391 @@
+/*
+ * report: the JSON document rescue.report= sends (schema 1, README "The
+ * report"): what this boot found and did, from the system's own state and
+ * the records the boot scripts keep in /run/extrescue. Every string from a
+ * disk, the network or the command line is escaped; key material on the
+ * command line is removed; every list is bounded.
+ *
+ * usage: report [--root DIR]     (DIR: where /proc, /sys, /etc and /run are; tests)
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kargs.h"
+
+#define MAX_FILE (256 * 1024)
+#define MAX_ITEMS 64
+#define MAX_LINES 200
+
+static const char *root = "";
+
+/* The file ROOT/PATH, at most MAX_FILE bytes, NUL-terminated; NULL if absent. */
+static char *slurp(const char *path)
+{
+	char full[4096];
+	size_t n;
+	char *buf;
+	FILE *f;
+
+	snprintf(full, sizeof(full), "%s%s", root, path);
+	f = fopen(full, "r");
+	if (!f)
+		return NULL;
+	buf = malloc(MAX_FILE + 1);
+	if (!buf) {
+		fclose(f);
+		return NULL;
+	}
+	n = fread(buf, 1, MAX_FILE, f);
+	fclose(f);
+	buf[n] = 0;
+	return buf;
+}
+
+/* A JSON string of at most LIMIT bytes of S; bytes outside printable ASCII as \u00XX. */
+static void jstr_n(const char *s, size_t limit)
+{
+	putchar('"');
+	for (size_t i = 0; s && s[i] && i < limit; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20 || c > 0x7e)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+static void jstr(const char *s)
+{
+	jstr_n(s, 4096);
+}
+
+/* The first line of ROOT/PATH, trailing blanks removed, as a JSON string (or null). */
+static void jfile(const char *path)
+{
+	char *s = slurp(path);
+	size_t n;
+
+	if (!s) {
+		printf("null");
+		return;
+	}
+	n = strcspn(s, "\n");
+	while (n && isspace((unsigned char)s[n - 1]))
+		n--;
+	s[n] = 0;
+	jstr_n(s, 256);
+	free(s);
+}
+
+/* The lines of ROOT/PATH (at most MAX_LINES) as a JSON array. */
+static void jlines(const char *path)
+{
+	char *s = slurp(path), *line, *next;
+	int n = 0;
+
+	printf("[");
+	for (line = s; line && *line && n < MAX_LINES; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		if (!*line)
+			continue;
+		printf("%s\n    ", n++ ? "," : "");
+		jstr_n(line, 512);
+	}
+	printf("]");
+	free(s);
+}
+
+/* Command-line names whose values are secrets or key material. */
+static int secret(const char *param)
+{
+	static const char *const words[] = {"key", "pass", "secret", "token"};
+	char low[64];
+	size_t i;
+
+	for (i = 0; param[i] && i < sizeof(low) - 1; i++)
+		low[i] = (char)tolower((unsigned char)param[i]);
+	low[i] = 0;
+	for (i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (strstr(low, words[i]) && strcmp(low, "rescue.keyfile"))
+			return 1;
+	return 0;
+}
+
+/* /proc/cmdline, word by word, with secret values replaced. */
+static void jcmdline(void)
+{
+	char *s = slurp("/proc/cmdline"), *out;
+	size_t len = 0;
+
+	if (!s) {
+		printf("null");
+		return;
+	}
+	out = malloc(strlen(s) * 2 + 64);
+	if (!out) {
+		free(s);
+		printf("null");
+		return;
+	}
+	out[0] = 0;
+	for (char *w = s + strspn(s, " \t\n"); *w;) {
+		char *param, *value;
+
+		w = kargs_next(w, &param, &value);
+		if (!*param)
+			continue;
+		len += sprintf(out + len, "%s%s", len ? " " : "", param);
+		if (value)
+			len += sprintf(out + len, secret(param) ? "=<removed>" : strchr(value, ' ') ? "=\"%s\"" : "=%s",
+				       value);
+	}
+	jstr(out);
+	free(out);
+	free(s);
+}
+
+static int skip_entry(const struct dirent *d)
+{
+	return d->d_name[0] == '.';
+}
+
+/* Names in ROOT/DIR, sorted, at most MAX_ITEMS; returns the count. */
+static int names(const char *dir, char out[][64])
+{
+	char full[4096];
+	struct dirent *d;
+	int n = 0;
+	DIR *dp;
+
+	snprintf(full, sizeof(full), "%s%s", root, dir);
+	dp = opendir(full);
+	if (!dp)
+		return 0;
+	while ((d = readdir(dp)) && n < MAX_ITEMS)
+		if (!skip_entry(d) && strlen(d->d_name) < 64)
+			strcpy(out[n++], d->d_name);
+	closedir(dp);
+	qsort(out, (size_t)n, 64, (int (*)(const void *, const void *))strcmp);
+	return n;
+}
+
+static int exists(const char *fmt, const char *name)
+{
+	char path[4096], full[4200];
+	FILE *f;
+
+	snprintf(path, sizeof(path), fmt, name);
+	snprintf(full, sizeof(full), "%s%s", root, path);
+	f = fopen(full, "r");
+	if (f)
+		fclose(f);
+	return f != NULL;
+}
+
+static void jfilef(const char *fmt, const char *name)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), fmt, name);
+	jfile(path);
+}
+
+static void interfaces(void)
+{
+	static char n[MAX_ITEMS][64];
+	int count = names("/sys/class/net", n), first = 1;
+	char *addrs = slurp("/run/extrescue/report/addresses");
+
+	printf("[");
+	for (int i = 0; i < count; i++) {
+		if (!strcmp(n[i], "lo"))
+			continue;
+		printf("%s\n      {\"name\": ", first ? "" : ",");
+		first = 0;
+		jstr(n[i]);
+		printf(", \"mac\": ");
+		jfilef("/sys/class/net/%s/address", n[i]);
+		printf(", \"addresses\": [");
+		/* "NAME ADDRESS/PREFIX" lines, written by report-send from `ip -o addr`. */
+		int k = 0;
+		for (char *l = addrs; l && *l;) {
+			size_t len = strcspn(l, "\n"), nl = strlen(n[i]);
+
+			if (len > nl + 1 && !strncmp(l, n[i], nl) && l[nl] == ' ' && k < 16) {
+				printf("%s", k++ ? ", " : "");
+				jstr_n(l + nl + 1, len - nl - 1);
+			}
+			l += len + (l[len] == '\n');
+		}
+		printf("]}");
+	}
+	printf("]");
+	free(addrs);
+}
+
+/* Whole disks and partitions (what a driver found), or, with ASSEMBLED, the md
+ * arrays and device-mapper devices this boot made. */
+static void block_devices(int assembled)
+{
+	static char n[MAX_ITEMS][64];
+	int count = names("/sys/class/block", n), first = 1;
+
+	printf("[");
+	for (int i = 0; i < count; i++) {
+		int md = exists("/sys/class/block/%s/md/level", n[i]), dm = exists("/sys/class/block/%s/dm/name", n[i]);
+		char path[256], *size;
+
+		if (assembled ? !md && !dm
+			      : md || dm || (!exists("/sys/class/block/%s/device", n[i]) &&
+					     !exists("/sys/class/block/%s/loop/backing_file", n[i]) &&
+					     !exists("/sys/class/block/%s/partition", n[i])))
+			continue;
+		snprintf(path, sizeof(path), "/sys/class/block/%s/size", n[i]);
+		size = slurp(path);
+		printf("%s\n    {\"name\": ", first ? "" : ",");
+		first = 0;
+		jstr(n[i]);
+		printf(", \"size_bytes\": %llu", size ? strtoull(size, NULL, 10) * 512ULL : 0ULL);
+		free(size);
+		if (md) {
+			printf(", \"kind\": \"md\", \"level\": ");
+			jfilef("/sys/class/block/%s/md/level", n[i]);
+			printf(", \"state\": ");
+			jfilef("/sys/class/block/%s/md/array_state", n[i]);
+		} else if (dm) {
+			printf(", \"kind\": \"dm\", \"dm_name\": ");
+			jfilef("/sys/class/block/%s/dm/name", n[i]);
+		} else {
+			printf(", \"model\": ");
+			if (exists("/sys/class/block/%s/device/model", n[i]))
+				jfilef("/sys/class/block/%s/device/model", n[i]);
+			else
+				printf("null");
+			printf(", \"partition\": %s", exists("/sys/class/block/%s/partition", n[i]) ? "true" : "false");
+		}
+		printf(", \"read_only\": %s", exists("/sys/class/block/%s/ro", n[i]) ? "" : "null");
+		if (exists("/sys/class/block/%s/ro", n[i])) {
+			char *ro;
+
+			snprintf(path, sizeof(path), "/sys/class/block/%s/ro", n[i]);
+			ro = slurp(path);
+			printf("%s", ro && *ro == '1' ? "true" : "false");
+			free(ro);
+		}
+		printf("}");
+	}
+	printf("]");
+}
+
+/* rescue-fsck's records: MODE DEVICE STATUS SECONDS UNDO-FILE MEANING, tab-separated. */
+static void fsck_results(void)
+{
+	char *s = slurp("/run/extrescue/fsck.results");
+	int n = 0;
+
+	printf("[");
+	for (char *line = s, *next; line && *line && n < MAX_ITEMS; line = next) {
+		char *f[6];
+		int k = 0;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		for (char *p = line; k < 6; k++) {
+			f[k] = p;
+			p = strchr(p, '\t');
+			if (!p)
+				break;
+			*p++ = 0;
+		}
+		if (k < 5)
+			continue;
+		printf("%s\n    {\"mode\": ", n++ ? "," : "");
+		jstr(f[0]);
+		printf(", \"device\": ");
+		jstr(f[1]);
+		printf(", \"status\": %s, \"meaning\": ", strspn(f[2], "0123456789") == strlen(f[2]) && *f[2] ? f[2] : "null");
+		jstr(f[5]);
+		printf(", \"seconds\": %ld, \"undo_file\": ", strtol(f[3], NULL, 10));
+		if (*f[4] && strcmp(f[4], "-")) {
+			char command[2200];
+
+			jstr(f[4]);
+			snprintf(command, sizeof(command), "e2undo %.1024s %.1024s", f[4], f[1]);
+			printf(", \"undo_command\": ");
+			jstr(command);
+		} else
+			printf("null, \"undo_command\": null");
+		printf("}");
+	}
+	printf("]");
+	free(s);
+}
+
+int main(int argc, char **argv)
+{
+	char *scan, *uptime;
+
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--root") && i + 1 < argc)
+			root = argv[++i];
+	printf("{\n  \"schema\": 1,\n  \"extrescue\": ");
+	{
+		char *os = slurp("/etc/os-release"), *v = os ? strstr(os, "VERSION_ID=") : NULL;
+
+		if (v) {
+			v += 11;
+			v[strcspn(v, "\n")] = 0;
+			jstr_n(v, 64);
+		} else
+			printf("null");
+		free(os);
+	}
+	printf(",\n  \"kernel\": ");
+	jfile("/proc/sys/kernel/osrelease");
+	uptime = slurp("/proc/uptime");
+	printf(",\n  \"uptime_seconds\": %ld", uptime ? strtol(uptime, NULL, 10) : -1L);
+	free(uptime);
+	printf(",\n  \"machine\": {\n    \"vendor\": ");
+	jfile("/sys/class/dmi/id/sys_vendor");
+	printf(",\n    \"product\": ");
+	jfile("/sys/class/dmi/id/product_name");
+	printf(",\n    \"serial\": ");
+	jfile("/sys/class/dmi/id/product_serial");
+	printf(",\n    \"hostname\": ");
+	jfile("/proc/sys/kernel/hostname");
+	printf(",\n    \"interfaces\": ");
+	interfaces();
+	printf("\n  },\n  \"cmdline\": ");
+	jcmdline();
+	printf(",\n  \"disks\": ");
+	block_devices(0);
+	printf(",\n  \"assembled\": ");
+	block_devices(1);
+	/* extscan's own JSON (its strings are escaped there); null if it did not run. */
+	scan = slurp("/run/extscan.json");
+	printf(",\n  \"extscan\": ");
+	if (scan && scan[strspn(scan, " \n")] == '[' && strlen(scan) < MAX_FILE &&
+	    strrchr(scan, ']') && !strrchr(scan, ']')[1 + strspn(strrchr(scan, ']') + 1, " \n")])
+		fputs(scan, stdout);
+	else
+		printf("null");
+	free(scan);
+	printf(",\n  \"fsck\": ");
+	fsck_results();
+	printf(",\n  \"errors\": ");
+	jlines("/run/extrescue/errors");
+	printf(",\n  \"messages\": ");
+	jlines("/run/extrescue/report/messages");
+	printf("\n}\n");
+	return 0;
+}

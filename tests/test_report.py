@@ -1,0 +1,77 @@
+"""The report's JSON (host build with ASan/UBSan, against a made-up /proc,
+/sys and /run): valid whatever the strings hold, key material removed from
+the command line, the fsck records and their undo commands as documented."""
+import json
+import os
+
+import pytest
+
+from harness import OUT, TOP, host
+
+REPORT = os.path.join(OUT, "build", "src", "host", "report")
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEkFJ7nK3Z4z9Dd3Jqj8kzYdgCZ/4o3panB55BX3DZlj admin@x"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def built():
+    r = host(["make", "--no-print-directory", "-C", TOP, REPORT])
+    assert r.returncode == 0, r.stderr
+
+
+def write(root, path, text):
+    full = root / path.lstrip("/")
+    full.parent.mkdir(parents=True, exist_ok=True)
+    full.write_bytes(text if isinstance(text, bytes) else text.encode())
+
+
+def test_report_is_valid_json_without_key_material(tmp_path):
+    root = tmp_path
+    write(root, "/etc/os-release", 'NAME=extrescue\nVERSION_ID=1.2-3\n')
+    write(root, "/proc/cmdline", f'console=ttyS0 "rescue.ssh_key={KEY}" rescue.keyfile=LABEL=k:/key '
+                                 f'luks.pass=hunter2 rescue.devices="LABEL=my root"\n')
+    write(root, "/proc/sys/kernel/hostname", "web1\n")
+    write(root, "/proc/uptime", "42.17 80.00\n")
+    write(root, "/sys/class/dmi/id/sys_vendor", 'Evil "Corp"\\\n')
+    write(root, "/sys/class/net/eth0/address", "52:54:00:12:34:56\n")
+    write(root, "/sys/class/net/lo/address", "00:00:00:00:00:00\n")
+    write(root, "/sys/class/block/vda/size", "2048\n")
+    write(root, "/sys/class/block/vda/ro", "0\n")
+    write(root, "/sys/class/block/vda/device/model", "disk\x1b[2J\n")
+    write(root, "/sys/class/block/md0/size", "1024\n")
+    write(root, "/sys/class/block/md0/ro", "1\n")
+    write(root, "/sys/class/block/md0/md/level", "raid1\n")
+    write(root, "/sys/class/block/md0/md/array_state", "readonly\n")
+    write(root, "/run/extrescue/report/addresses", "eth0 10.0.2.15/24\neth0 fec0::5054:ff:fe12:3456/64\n")
+    write(root, "/run/extscan.json", '[\n  {"device": "/dev/vda", "label": "x\\"y"}\n]\n')
+    write(root, "/run/extrescue/fsck.results",
+          "repair\t/dev/vda\t1\t7\t/run/undo/vda-0.e2undo\terrors corrected\n"
+          "repair\t/dev/vdb\t-\t0\t-\tskipped: mounted at /mnt\n"
+          "check\t/dev/\xff\"x\t4\t1\t-\terrors found\n".encode("latin-1"))
+    write(root, "/run/extrescue/errors", b"ip=1.2.3.4 has no valid netmask\n\x07bell\n")
+    r = host([REPORT, "--root", str(root)])
+    assert r.returncode == 0 and not r.stderr, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["schema"] == 1 and doc["extrescue"] == "1.2-3" and doc["uptime_seconds"] == 42
+    assert doc["machine"]["vendor"] == 'Evil "Corp"\\'
+    assert doc["machine"]["interfaces"] == [
+        {"name": "eth0", "mac": "52:54:00:12:34:56", "addresses": ["10.0.2.15/24", "fec0::5054:ff:fe12:3456/64"]}]
+    assert doc["cmdline"] == ('console=ttyS0 rescue.ssh_key=<removed> rescue.keyfile=LABEL=k:/key '
+                              'luks.pass=<removed> rescue.devices="LABEL=my root"')
+    assert "AAAAC3" not in r.stdout and "hunter2" not in r.stdout
+    assert doc["disks"] == [{"name": "vda", "size_bytes": 1048576, "model": "disk\x1b[2J", "partition": False,
+                             "read_only": False}]
+    assert doc["assembled"] == [{"name": "md0", "size_bytes": 524288, "kind": "md", "level": "raid1",
+                                 "state": "readonly", "read_only": True}]
+    assert doc["extscan"] == [{"device": "/dev/vda", "label": 'x"y'}]
+    assert doc["fsck"][0] == {"mode": "repair", "device": "/dev/vda", "status": 1, "meaning": "errors corrected",
+                              "seconds": 7, "undo_file": "/run/undo/vda-0.e2undo",
+                              "undo_command": "e2undo /run/undo/vda-0.e2undo /dev/vda"}
+    assert doc["fsck"][1]["status"] is None and doc["fsck"][1]["undo_command"] is None
+    assert doc["fsck"][2]["device"] == '/dev/\xff"x'
+    assert doc["errors"] == ["ip=1.2.3.4 has no valid netmask", "\x07bell"]
+
+
+def test_report_of_an_empty_system(tmp_path):
+    r = host([REPORT, "--root", str(tmp_path)])
+    doc = json.loads(r.stdout)
+    assert doc["extscan"] is None and doc["fsck"] == [] and doc["machine"]["interfaces"] == []
