@@ -12,7 +12,7 @@ INITRAMFS_DEPS := $(foreach p,$(PACKAGES),$(STAMPS)/$(p)-installed) $(STAMPS)/le
 $(STAMPS)/initramfs-gen: $(INITRAMFS_INPUTS) $(foreach n,$(PACKAGES),$(call pin_stamp,$(n))) $(EPOCH_STAMP) | $(BUILD)
 	@rm -rf $(INITRAMFS_GEN) && mkdir -p $(INITRAMFS_GEN)/etc $(INITRAMFS_GEN)/usr/share/doc/extrescue
 	@{ printf 'NAME=extrescue\nID=extrescue\nVERSION_ID=%s\nPRETTY_NAME="extrescue %s"\n' '$(VERSION)' '$(VERSION)'; \
-	   $(foreach p,linux busybox e2fsprogs util-linux mdadm lvm2 cryptsetup,echo '$(PKG_VAR_$(p))_VERSION=$($(PKG_VAR_$(p))_VERSION)';) \
+	   $(foreach p,linux busybox e2fsprogs util-linux mdadm lvm2 cryptsetup dropbear,echo '$(PKG_VAR_$(p))_VERSION=$($(PKG_VAR_$(p))_VERSION)';) \
 	 } > $(INITRAMFS_GEN)/etc/os-release
 	@cp README.md $(INITRAMFS_GEN)/usr/share/doc/extrescue/README.md
 	@touch $@
