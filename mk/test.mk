@@ -5,7 +5,7 @@ PYTEST := /usr/bin/python3 -m pytest
 EXTRESCUE_TIMEOUT_SCALE ?= 1
 export EXTRESCUE_TIMEOUT_SCALE
 
-.PHONY: test test-build test-boot test-server run bench bench-fsck bench-kernel bench-io bench-assemble bench-crash bench-consoles repro-check check-fresh
+.PHONY: test test-build test-boot test-server run bench bench-fsck bench-kernel bench-io bench-assemble bench-crash bench-consoles bench-net repro-check check-fresh
 test: $(ISO) ## run the whole test suite (boots, controllers, e2fsprogs suite, build checks)
 	@$(PYTEST) -q -p no:cacheprovider tests/
 
@@ -45,6 +45,9 @@ bench-crash: $(ISO) ## seconds to a crashed 1 GiB ext4's files through the RAM o
 bench-consoles: $(ISO) ## seconds to a shell on each console kind; what an unanswered passphrase costs (TCG)
 	@mkdir -p $(OUT)/bench
 	@tests/bench-consoles 3
+
+bench-net: $(ISO) ## image size of the network; seconds to an ssh login and to a bare boot's report (TCG)
+	@tests/bench-net 3
 
 # Two clean builds from the same commit must give the same ISO, byte for byte.
 repro-check: | $(STAMPS)/host-deps ## build twice from clean (two folders, umask 022 and 077) and compare the ISOs
