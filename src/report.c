@@ -382,6 +382,9 @@ int main(int argc, char **argv)
 	free(scan);
 	printf(",\n  \"fsck\": ");
 	fsck_results();
+	/* "ED25519 SHA256:..." lines, written by sshd-up when the server started. */
+	printf(",\n  \"ssh_host_keys\": ");
+	jlines("/run/extrescue/ssh/fingerprints");
 	printf(",\n  \"errors\": ");
 	jlines("/run/extrescue/errors");
 	printf(",\n  \"messages\": ");

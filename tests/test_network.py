@@ -85,8 +85,9 @@ def test_static_by_mac_vlan_and_pinned_name(guest, tmp_path):
                  [f"virtio-net-pci,mac={MAC}"])
         assert "10.0.2.30/24" in g.check("ip -o -4 addr show dev lan0")
         assert g.check("hostname").strip() == "web1"
-        vlan = g.check("ip -d link show vlan7")
-        assert "vlan protocol 802.1Q id 7" in vlan and "lan0" in vlan and "state UP" in vlan, vlan
+        vlans = g.check("cat /proc/net/vlan/config")
+        assert re.search(r"^vlan7\s*\|\s*7\s*\|\s*lan0", vlans, re.M), vlans
+        assert re.search(r"vlan7@lan0: <[^>]*\bUP\b", g.check("ip link show vlan7"))
         assert "192.168.7.2/24" in g.check("ip -o -4 addr show dev vlan7")
         got = g.check(f"wget -q -O - http://10.0.2.2:{server.server_address[1]}/hello")
         assert "static works" in got
@@ -238,7 +239,7 @@ class Collector:
 # The documented fields of schema 1 (README, "The report") and their JSON types.
 FIELDS = {"schema": int, "extrescue": str, "kernel": str, "uptime_seconds": int, "machine": dict,
           "cmdline": str, "disks": list, "assembled": list, "extscan": list, "fsck": list,
-          "errors": list, "messages": list}
+          "ssh_host_keys": list, "errors": list, "messages": list}
 MACHINE = {"vendor", "product", "serial", "hostname", "interfaces"}
 FSCK = {"mode", "device", "status", "meaning", "seconds", "undo_file", "undo_command"}
 
@@ -279,6 +280,8 @@ def test_report_after_an_unattended_repair(guest, tmp_path):
         assert {"name": "eth0"}.items() <= doc["machine"]["interfaces"][0].items()
         assert "10.0.2.15/24" in doc["machine"]["interfaces"][0]["addresses"]
         assert "rescue.ssh_key=<removed>" in doc["cmdline"]
+        said = re.search(r"host keys: (ED25519 SHA256:\S+), (ECDSA SHA256:\S+)", g.serial_log())
+        assert said and doc["ssh_host_keys"] == [said.group(1), said.group(2)], doc["ssh_host_keys"]
         blob = pub.split()[1]
         assert blob[:20].encode() not in body and blob[-20:].encode() not in body, "key text in the report"
     finally:

@@ -47,6 +47,7 @@ def test_report_is_valid_json_without_key_material(tmp_path):
           "repair\t/dev/vda\t1\t7\t/run/undo/vda-0.e2undo\terrors corrected\n"
           "repair\t/dev/vdb\t-\t0\t-\tskipped: mounted at /mnt\n"
           "check\t/dev/\xff\"x\t4\t1\t-\terrors found\n".encode("latin-1"))
+    write(root, "/run/extrescue/ssh/fingerprints", "ED25519 SHA256:abc\nECDSA SHA256:def\n")
     write(root, "/run/extrescue/errors", b"ip=1.2.3.4 has no valid netmask\n\x07bell\n")
     r = host([REPORT, "--root", str(root)])
     assert r.returncode == 0 and not r.stderr, r.stderr
@@ -69,6 +70,7 @@ def test_report_is_valid_json_without_key_material(tmp_path):
     assert doc["fsck"][1]["status"] is None and doc["fsck"][1]["undo_command"] is None
     assert doc["fsck"][2]["device"] == '/dev/\xff"x'
     assert doc["errors"] == ["ip=1.2.3.4 has no valid netmask", "\x07bell"]
+    assert doc["ssh_host_keys"] == ["ED25519 SHA256:abc", "ECDSA SHA256:def"]
 
 
 def test_report_of_an_empty_system(tmp_path):
