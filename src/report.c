@@ -249,7 +249,7 @@ static void block_devices(int assembled)
 					     !exists("/sys/class/block/%s/loop/backing_file", n[i]) &&
 					     !exists("/sys/class/block/%s/partition", n[i])))
 			continue;
-		snprintf(path, sizeof(path), "/sys/class/block/%s/size", n[i]);
+		snprintf(path, sizeof(path), "/sys/class/block/%.63s/size", n[i]);
 		size = slurp(path);
 		printf("%s\n    {\"name\": ", first ? "" : ",");
 		first = 0;
@@ -276,7 +276,7 @@ static void block_devices(int assembled)
 		if (exists("/sys/class/block/%s/ro", n[i])) {
 			char *ro;
 
-			snprintf(path, sizeof(path), "/sys/class/block/%s/ro", n[i]);
+			snprintf(path, sizeof(path), "/sys/class/block/%.63s/ro", n[i]);
 			ro = slurp(path);
 			printf("%s", ro && *ro == '1' ? "true" : "false");
 			free(ro);

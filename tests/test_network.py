@@ -184,7 +184,7 @@ def test_bad_network_values_are_named(guest, tmp_path):
                  "ip=10.0.2.99:::255.0.255.0::eth0:none ip=dhcp:bogus vlan=nope ifname=x:zz nameserver=$(reboot) "
                  'rescue.ssh_key="ssh-ed25519 AAAAC3NzaC1lZDI1!!!! x" '
                  f"rescue.ssh_key=http://10.0.2.2:{http_port}/big rescue.ssh_key=http://10.0.2.2:{dead}/keys "
-                 "ip=eth9:dhcp rescue.timeout=6",
+                 "ip=eth9:dhcp ip=dhcp rescue.timeout=6",
                  ["virtio-net-pci"])
         log = g.serial_log()
         for line in ["ip=10.0.2.99:::255.0.255.0::eth0:none has no valid netmask",
@@ -196,6 +196,7 @@ def test_bad_network_values_are_named(guest, tmp_path):
                      f"rescue.ssh_key=http://10.0.2.2:{http_port}/big is larger than 64 KiB",
                      f"rescue.ssh_key=http://10.0.2.2:{dead}/keys could not be fetched",
                      "no interface eth9",
+                     "eth0: 10.0.2.15/24 by DHCP",
                      "no usable key in rescue.ssh_key=; the SSH server is not started"]:
             assert line in log, f"missing {line!r} in {log[-3000:]}"
         assert listening(g) == []
