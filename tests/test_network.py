@@ -61,6 +61,14 @@ def ssh(key, port, command, folder, extra=()):
                  "-p", str(port), *extra, "root@127.0.0.1", command], timeout=scaled(120))
 
 
+def serve(folder):
+    """An HTTP server on 127.0.0.1 serving FOLDER; the guest reaches it as 10.0.2.2."""
+    handler = lambda *a: http.server.SimpleHTTPRequestHandler(*a, directory=folder)  # noqa: E731
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
 @pytest.mark.parametrize("model", ["virtio-net-pci", "e1000e"])
 def test_dhcp_address_in_banner(guest, model):
     g = boot(guest, f"net-dhcp-{model}", "ip=dhcp", [model])
@@ -76,9 +84,7 @@ def test_dhcp_address_in_banner(guest, model):
 def test_static_by_mac_vlan_and_pinned_name(guest, tmp_path):
     # A web server on the host proves the static address works end to end.
     (tmp_path / "hello").write_text("static works\n")
-    handler = lambda *a: http.server.SimpleHTTPRequestHandler(*a, directory=str(tmp_path))  # noqa: E731
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = serve(str(tmp_path))
     try:
         g = boot(guest, "net-static", f"ip=10.0.2.30::10.0.2.2:255.255.255.0:web1:{MAC}:none:10.0.2.3 "
                  "vlan=vlan7:lan0 ip=192.168.7.2:::24::vlan7:none ifname=lan0:" + MAC.upper(),
@@ -146,14 +152,6 @@ def test_no_key_nothing_listens(guest):
     r = host(["ssh-keyscan", "-T", "20", "-p", str(port), "127.0.0.1"], timeout=scaled(60))
     assert not r.stdout.strip()
     assert not g.run("test -e /run/dropbear.pid")[0] == 0
-
-
-def serve(folder):
-    """An HTTP server on 127.0.0.1 serving FOLDER; the guest reaches it as 10.0.2.2."""
-    handler = lambda *a: http.server.SimpleHTTPRequestHandler(*a, directory=folder)  # noqa: E731
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
 
 
 def test_keys_fetched_from_url(guest, tmp_path):
