@@ -242,7 +242,7 @@ static void block_devices(int assembled)
 	printf("[");
 	for (int i = 0; i < count; i++) {
 		int md = exists("/sys/class/block/%s/md/level", n[i]), dm = exists("/sys/class/block/%s/dm/name", n[i]);
-		char path[256], *size;
+		char path[256], *text;
 
 		if (assembled ? !md && !dm
 			      : md || dm || (!exists("/sys/class/block/%s/device", n[i]) &&
@@ -250,12 +250,12 @@ static void block_devices(int assembled)
 					     !exists("/sys/class/block/%s/partition", n[i])))
 			continue;
 		snprintf(path, sizeof(path), "/sys/class/block/%.63s/size", n[i]);
-		size = slurp(path);
+		text = slurp(path);
 		printf("%s\n    {\"name\": ", first ? "" : ",");
 		first = 0;
 		jstr(n[i]);
-		printf(", \"size_bytes\": %llu", size ? strtoull(size, NULL, 10) * 512ULL : 0ULL);
-		free(size);
+		printf(", \"size_bytes\": %llu", text ? strtoull(text, NULL, 10) * 512ULL : 0ULL);
+		free(text);
 		if (md) {
 			printf(", \"kind\": \"md\", \"level\": ");
 			jfilef("/sys/class/block/%s/md/level", n[i]);
@@ -272,15 +272,10 @@ static void block_devices(int assembled)
 				printf("null");
 			printf(", \"partition\": %s", exists("/sys/class/block/%s/partition", n[i]) ? "true" : "false");
 		}
-		printf(", \"read_only\": %s", exists("/sys/class/block/%s/ro", n[i]) ? "" : "null");
-		if (exists("/sys/class/block/%s/ro", n[i])) {
-			char *ro;
-
-			snprintf(path, sizeof(path), "/sys/class/block/%.63s/ro", n[i]);
-			ro = slurp(path);
-			printf("%s", ro && *ro == '1' ? "true" : "false");
-			free(ro);
-		}
+		snprintf(path, sizeof(path), "/sys/class/block/%.63s/ro", n[i]);
+		text = slurp(path);
+		printf(", \"read_only\": %s", !text ? "null" : *text == '1' ? "true" : "false");
+		free(text);
 		printf("}");
 	}
 	printf("]");
