@@ -68,10 +68,14 @@ include mk/dropbear.mk
 include mk/initramfs.mk
 include mk/legal.mk
 include mk/iso.mk
+include mk/netboot.mk
 include mk/test.mk
 
 .PHONY: all
-all: $(ISO) ## build the ISO, SHA256SUMS and manifest (the default)
+all: $(OUT)/SHA256SUMS ## build the ISO, the netboot folder and tar, SHA256SUMS and manifest (the default)
+
+$(OUT)/SHA256SUMS: $(ISO) $(NETBOOT_TAR)
+	@cd $(OUT) && sha256sum $(notdir $(ISO)) $(notdir $(NETBOOT_TAR)) manifest > $@
 
 .PHONY: source
 source: | $(STAMPS)/host-deps ## download and verify every pinned input

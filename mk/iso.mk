@@ -1,5 +1,5 @@
 # ISO: bootloaders from pinned Debian packages, ESP image, xorriso, then
-# SHA256SUMS and the manifest.
+# the manifest (SHA256SUMS is the Makefile's, over the ISO and the netboot tar).
 
 BOOT_DEBS := $(BUILD)/boot-debs
 ISO_STAGE := $(BUILD)/iso-stage
@@ -30,8 +30,7 @@ $(ISO): $(ESP_IMG) $(ISO_INPUTS)
 	@iso/build-iso $@ $(ISO_STAGE) $(BOOT_DEBS)/usr/lib/ISOLINUX/isohdpfx.bin
 	@VERSION=$(VERSION) LINUX_CONFIG=$(LINUX_OBJ)/.config scripts/manifest $(COMPONENTS) \
 	  $(foreach p,$(PACKAGES),$(p)=$($(PKG_VAR_$(p))_SRC)) > $(MANIFEST)
-	@cd $(OUT) && sha256sum $(notdir $@) manifest > SHA256SUMS
 	@echo "iso: $@ ($$(stat -c %s $@) bytes)"
 
 .PHONY: iso
-iso: $(ISO) ## same as all
+iso: $(ISO) ## the ISO and the manifest only

@@ -6,7 +6,7 @@ EXTRESCUE_TIMEOUT_SCALE ?= 1
 export EXTRESCUE_TIMEOUT_SCALE
 
 .PHONY: test test-build test-boot test-server run bench bench-fsck bench-kernel bench-io bench-assemble bench-crash bench-consoles bench-net repro-check check-fresh
-test: $(ISO) ## run the whole test suite (boots, controllers, e2fsprogs suite, build checks)
+test: all ## run the whole test suite (boots, controllers, e2fsprogs suite, build checks)
 	@$(PYTEST) -q -p no:cacheprovider tests/
 
 test-build: | $(STAMPS)/host-deps ## only the build-system checks (no boot)

@@ -4,7 +4,7 @@
  * checks every rescue.* parameter against what it may be, and writes each
  * accepted value to a file of its own (DIR/param/KEY; one line per value for
  * the repeatable ones), each console= to DIR/consoles, one per line, and each
- * network parameter (ip=, nameserver=, vlan=, ifname=) normalised to
+ * network parameter (ip=, nameserver=, vlan=, ifname=, BOOTIF=) normalised to
  * DIR/net/NAME, one line per value (see netargs.h). Nothing is evaluated: the shell scripts read
  * those files with cat. A parameter that is unknown or malformed gets one
  * warning line on standard error and is left out; the exit status is 0

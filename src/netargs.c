@@ -13,7 +13,7 @@
 
 #define MAX_FIELDS 16
 
-static const char *const known[] = {"ip", "nameserver", "vlan", "ifname"};
+static const char *const known[] = {"ip", "nameserver", "vlan", "ifname", "BOOTIF"};
 
 int netarg_known(const char *param)
 {
@@ -283,5 +283,11 @@ const char *netarg_parse(const char *param, const char *value, char *out, size_t
 		return parse_vlan(v, out, size);
 	if (!strcmp(param, "ifname"))
 		return parse_ifname(v, out, size);
+	/* pxelinux's IPAPPEND 2 and iPXE give the booting NIC as 01-MAC (01: Ethernet). */
+	if (!strcmp(param, "BOOTIF")) {
+		if (!dashed_mac(strncmp(v, "01-", 3) ? v : v + 3, out))
+			return "is not 01-aa-bb-cc-dd-ee-ff (an Ethernet MAC address)";
+		return NULL;
+	}
 	return "is not a network parameter";
 }

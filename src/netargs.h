@@ -4,7 +4,7 @@
 
 #define NETARGS_LINE 256
 
-/* 1 when PARAM is one of the network parameters: ip, nameserver, vlan, ifname. */
+/* 1 when PARAM is one of the network parameters: ip, nameserver, vlan, ifname, BOOTIF. */
 int netarg_known(const char *param);
 
 /*
@@ -17,6 +17,7 @@ int netarg_known(const char *param);
  *   nameserver=  ADDRESS
  *   vlan=        NAME PARENT ID
  *   ifname=      NAME MAC
+ *   BOOTIF=      MAC    (the NIC the firmware booted from; 01-aa-bb-.. or aa-bb-..)
  * Returns NULL when the value is taken, otherwise why not.
  */
 const char *netarg_parse(const char *param, const char *value, char *out, size_t size);

@@ -75,7 +75,8 @@ def test_network_parameters_are_normalised(tmp_path):
         tmp_path, "ip=dhcp ip=eth1:dhcp6 ip=52-54-00-AA-bb-cc:on "
                   "ip=10.1.2.3::10.1.2.1:255.255.255.0:web1:52:54:00:12:34:56:none:10.1.2.53 "
                   "ip=10.0.0.2:::24::eth0.5:off ip=off nameserver=1.1.1.1 nameserver=2001:db8::53 "
-                  "vlan=eth0.5:eth0 vlan=vlan0007:bond0 ifname=lan0:52:54:00:AA:bb:cc")
+                  "vlan=eth0.5:eth0 vlan=vlan0007:bond0 ifname=lan0:52:54:00:AA:bb:cc "
+                  "BOOTIF=01-52-54-00-AB-cd-EF")
     assert not warnings
     assert net(tmp_path) == {
         "ip": ["dhcp -", "dhcp6 eth1", "dhcp 52:54:00:aa:bb:cc",
@@ -84,6 +85,7 @@ def test_network_parameters_are_normalised(tmp_path):
         "nameserver": ["1.1.1.1", "2001:db8::53"],
         "vlan": ["eth0.5 eth0 5", "vlan0007 bond0 7"],
         "ifname": ["lan0 52:54:00:aa:bb:cc"],
+        "BOOTIF": ["52:54:00:ab:cd:ef"],
     }
 
 
@@ -100,6 +102,8 @@ def test_network_parameters_are_normalised(tmp_path):
     ("vlan=eth0.5000:eth0", "has a VLAN id outside 1-4094"),
     ("vlan=mgmt:eth0", "carries no VLAN id"),
     ("ifname=lan0:52:54:00:12:34", "is not NAME:MAC"),
+    ("BOOTIF=06-52-54-00-12-34-56", "is not 01-aa-bb-cc-dd-ee-ff"),
+    ("BOOTIF=52:54:00:12:34:56", "is not 01-aa-bb-cc-dd-ee-ff"),
     ("ip", "ip has no value"),
     ("rescue.ssh_key=ssh-dss AAAAB3NzaC1kc3MAAACBAP", "is not a public key of a type Dropbear takes"),
     ("rescue.ssh_key=\"ssh-ed25519 AAAAB3NzaC1yc2EAAAADAQABAAABAQAA x\"", "has key data of another type"),

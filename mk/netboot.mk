@@ -1,0 +1,48 @@
+# Network boot: out/netboot/ serves BIOS PXE (pxelinux, lpxelinux), UEFI PXE
+# and UEFI HTTP boot (a unified kernel image) and iPXE from one folder, with
+# the CD menu's entries; out/extrescue-netboot-<version>.tar is that folder.
+
+NETBOOT := $(OUT)/netboot
+NETBOOT_TAR := $(OUT)/extrescue-netboot-$(VERSION).tar
+NETBOOT_DEBS := $(BUILD)/netboot-debs
+UKI := $(NETBOOT)/extrescue.efi
+# The unified image's command line: the CD's default entry unless given
+# (e.g. make netboot UKI_CMDLINE="console=ttyS0,115200n8 ip=dhcp rescue.fsck=check").
+UKI_CMDLINE ?= $(shell netboot/menus cmdline iso/isolinux.cfg)
+NETBOOT_INPUTS := iso/isolinux.cfg netboot/menus netboot/build-uki netboot/dnsmasq.conf.example \
+	scripts/licenses-index $(COMPONENTS)
+
+$(STAMPS)/netboot-debs: $(call pin_stamp,pxelinux) | $(STAMPS)/host-deps $(BUILD)
+	@rm -rf $(NETBOOT_DEBS) && mkdir -p $(NETBOOT_DEBS)
+	@deb=$$(scripts/fetch pxelinux) && dpkg-deb -x "$$deb" $(NETBOOT_DEBS)
+	@touch $@
+
+# Rewritten only when the command line changes, so the image is rebuilt then.
+$(shell echo '$(UKI_CMDLINE)' | cmp -s - $(STAMPS)/uki-cmdline || echo '$(UKI_CMDLINE)' > $(STAMPS)/uki-cmdline)
+
+$(NETBOOT_TAR): $(STAMPS)/netboot-debs $(STAMPS)/boot-debs $(STAMPS)/linux-built $(INITRAMFS) \
+		$(STAMPS)/initramfs-gen $(STAMPS)/uki-cmdline $(NETBOOT_INPUTS)
+	@rm -rf $(NETBOOT) && mkdir -p $(NETBOOT)/pxelinux.cfg
+	@cp $(NETBOOT_DEBS)/usr/lib/PXELINUX/pxelinux.0 $(NETBOOT_DEBS)/usr/lib/PXELINUX/lpxelinux.0 $(NETBOOT)/
+	@cp $(addprefix $(BOOT_DEBS)/usr/lib/syslinux/modules/bios/,ldlinux.c32 menu.c32 libutil.c32) $(NETBOOT)/
+	@netboot/menus pxelinux iso/isolinux.cfg $(VERSION) > $(NETBOOT)/pxelinux.cfg/default
+	@netboot/menus ipxe iso/isolinux.cfg $(VERSION) > $(NETBOOT)/extrescue.ipxe
+	@cp $(BZIMAGE) $(NETBOOT)/vmlinuz
+	@cp $(INITRAMFS) $(NETBOOT)/initrd.zst
+	@netboot/build-uki $(UKI) $(BOOT_DEBS)/usr/lib/systemd/boot/efi/linuxx64.efi.stub $(BZIMAGE) $(INITRAMFS) \
+	  $(INITRAMFS_GEN)/etc/os-release '$(UKI_CMDLINE)'
+	@cp netboot/dnsmasq.conf.example $(NETBOOT)/
+	@{ scripts/licenses-index $(COMPONENTS); \
+	   printf '%-18s %-38s %s\n' pxelinux '$(call pin,pxelinux,5)' 'GPL-2.0-or-later (pxelinux.0, lpxelinux.0)'; \
+	   echo; echo "pxelinux and syslinux-common (the .c32 modules) are Debian's binaries of syslinux;"; \
+	   echo "extrescue.efi is systemd-boot-efi's linuxx64.efi.stub with linux and the initramfs added."; \
+	 } > $(NETBOOT)/LICENSES
+	@cp $(NETBOOT_DEBS)/usr/share/doc/pxelinux/copyright $(NETBOOT)/LICENSE.pxelinux
+	@find $(NETBOOT) -exec touch -h -d @$(SOURCE_DATE_EPOCH) {} +
+	@rm -f $(OUT)/extrescue-netboot-*.tar
+	@tar -C $(OUT) --sort=name --mtime=@$(SOURCE_DATE_EPOCH) --owner=0 --group=0 --numeric-owner \
+	  --mode=go+rX,u+w --format=gnu -cf $@.tmp netboot && mv $@.tmp $@
+	@echo "netboot: $(NETBOOT)/ ($$(du -sb $(NETBOOT) | cut -f1) bytes), $(notdir $@)"
+
+.PHONY: netboot
+netboot: $(NETBOOT_TAR) ## out/netboot/ and its tar: PXE, UEFI PXE/HTTP (extrescue.efi) and iPXE boot files
