@@ -8,8 +8,10 @@ NETBOOT_DEBS := $(BUILD)/netboot-debs
 UKI := $(NETBOOT)/extrescue.efi
 # The unified image's command line: the CD's default entry unless given
 # (e.g. make netboot UKI_CMDLINE="console=ttyS0,115200n8 ip=dhcp rescue.fsck=check").
-UKI_CMDLINE ?= $(shell netboot/menus cmdline iso/isolinux.cfg)
-NETBOOT_INPUTS := iso/isolinux.cfg netboot/menus netboot/build-uki netboot/dnsmasq.conf.example \
+# The default is read when the recipe runs: python3 may not be installed yet
+# when a fresh machine's first make reads this file.
+UKI_CMDLINE ?=
+NETBOOT_INPUTS := mk/netboot.mk iso/isolinux.cfg netboot/menus netboot/build-uki netboot/dnsmasq.conf.example \
 	scripts/licenses-index $(COMPONENTS)
 
 $(STAMPS)/netboot-debs: $(call pin_stamp,pxelinux) | $(STAMPS)/host-deps $(BUILD)
@@ -29,8 +31,9 @@ $(NETBOOT_TAR): $(STAMPS)/netboot-debs $(STAMPS)/boot-debs $(STAMPS)/linux-built
 	@netboot/menus ipxe iso/isolinux.cfg $(VERSION) > $(NETBOOT)/extrescue.ipxe
 	@cp $(BZIMAGE) $(NETBOOT)/vmlinuz
 	@cp $(INITRAMFS) $(NETBOOT)/initrd.zst
-	@netboot/build-uki $(UKI) $(BOOT_DEBS)/usr/lib/systemd/boot/efi/linuxx64.efi.stub $(BZIMAGE) $(INITRAMFS) \
-	  $(INITRAMFS_GEN)/etc/os-release '$(UKI_CMDLINE)'
+	@cmdline='$(UKI_CMDLINE)'; [ -n "$$cmdline" ] || cmdline=$$(netboot/menus cmdline iso/isolinux.cfg); \
+	 netboot/build-uki $(UKI) $(BOOT_DEBS)/usr/lib/systemd/boot/efi/linuxx64.efi.stub $(BZIMAGE) $(INITRAMFS) \
+	  $(INITRAMFS_GEN)/etc/os-release "$$cmdline"
 	@cp netboot/dnsmasq.conf.example $(NETBOOT)/
 	@{ scripts/licenses-index $(COMPONENTS); \
 	   printf '%-18s %-38s %s\n' pxelinux '$(call pin,pxelinux,5)' 'GPL-2.0-or-later (pxelinux.0, lpxelinux.0)'; \

@@ -5,7 +5,7 @@ PYTEST := /usr/bin/python3 -m pytest
 EXTRESCUE_TIMEOUT_SCALE ?= 1
 export EXTRESCUE_TIMEOUT_SCALE
 
-.PHONY: test test-build test-boot test-server run bench bench-fsck bench-kernel bench-io bench-assemble bench-crash bench-consoles bench-net repro-check check-fresh
+.PHONY: test test-build test-boot test-server run bench bench-fsck bench-kernel bench-io bench-assemble bench-crash bench-consoles bench-net bench-netboot repro-check check-fresh
 test: all ## run the whole test suite (boots, controllers, e2fsprogs suite, build checks)
 	@$(PYTEST) -q -p no:cacheprovider tests/
 
@@ -48,6 +48,9 @@ bench-consoles: $(ISO) ## seconds to a shell on each console kind; what an unans
 
 bench-net: $(ISO) ## image size of the network; seconds to an ssh login and to a bare boot's report (TCG)
 	@tests/bench-net 3
+
+bench-netboot: all ## sizes of out/netboot/; seconds to a shell on each network boot path, and to a fleet check's report (TCG)
+	@tests/bench-netboot 3
 
 # Two clean builds from the same commit must give the same ISO, byte for byte.
 repro-check: | $(STAMPS)/host-deps ## build twice from clean (two folders, umask 022 and 077) and compare the ISOs

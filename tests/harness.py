@@ -179,6 +179,18 @@ def run_to_poweroff(guest, name, disks, params, mem=1024, timeout=180):
     return g.serial_log()
 
 
+def power_cut(guest, name, img, command):
+    """Boots with IMG (virtio, writable), runs COMMAND (it mounts and writes),
+    then cuts the power with the filesystem mounted; fails unless the journal
+    is left needing recovery."""
+    g = guest(name, ["--direct", "--disk", f"{img},if=virtio-blk,rw"])
+    g.wait_shell()
+    g.check(command)
+    g.child.sendline("echo b > /proc/sysrq-trigger")
+    g.expect([pexpect.EOF], scaled(60), "QEMU to stop after the power cut")
+    assert "needs_recovery" in host(["dumpe2fs", "-h", img]).stdout, f"{img}: no journal left to recover"
+
+
 def host(cmd, **kw):
     """Runs a host command; returns CompletedProcess with text output."""
     return subprocess.run(cmd, capture_output=True, text=True, **kw)

@@ -8,7 +8,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import threading
 import time
 
@@ -16,7 +15,7 @@ import pexpect
 import pytest
 
 from disks import damaged, make_fs, sha256_file
-from harness import OUT, TOP, host, scaled
+from harness import OUT, TOP, host, power_cut, scaled
 
 NETBOOT = os.path.join(OUT, "netboot")
 BOOT_MAC = "52:54:00:12:34:56"   # QEMU's first NIC
@@ -176,12 +175,8 @@ def crashed(guest, tmp_path):
     """An ext4 volume cut off with its journal full of committed writes."""
     img = str(tmp_path / "crashed.img")
     make_fs(img, "64M", label="crashed", options=["-b", "4096"])
-    g = guest("netboot-fleet-crash", ["--direct", "--disk", f"{img},if=virtio-blk,rw"])
-    g.wait_shell()
-    g.check("mount /dev/vda /mnt && for i in 1 2 3; do seq 50000 > /mnt/f$i; done && sync")
-    g.child.sendline("echo b > /proc/sysrq-trigger")
-    g.expect([pexpect.EOF], scaled(60), "QEMU to stop after the power cut")
-    assert "needs_recovery" in host(["dumpe2fs", "-h", img]).stdout
+    power_cut(guest, "netboot-fleet-crash", img,
+              "mount /dev/vda /mnt && for i in 1 2 3; do seq 50000 > /mnt/f$i; done && sync")
     return img
 
 
