@@ -67,6 +67,7 @@ include mk/cryptsetup.mk
 include mk/dropbear.mk
 include mk/initramfs.mk
 include mk/legal.mk
+include mk/secureboot.mk
 include mk/iso.mk
 include mk/netboot.mk
 include mk/test.mk

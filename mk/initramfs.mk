@@ -2,7 +2,7 @@
 
 INITRAMFS := $(OUT)/initramfs.cpio.zst
 INITRAMFS_GEN := $(BUILD)/initramfs-gen
-INITRAMFS_INPUTS := initramfs/init initramfs/base.list initramfs/gen-list initramfs/modes \
+INITRAMFS_INPUTS := initramfs/init initramfs/base.list initramfs/gen-list initramfs/modes $(wildcard iso/loader/entries/*.conf) \
 	$(shell find initramfs/rootfs -print) README.md
 # Every component's image tree, our tools, and the licence texts.
 INITRAMFS_DEPS := $(foreach p,$(PACKAGES),$(STAMPS)/$(p)-installed) $(STAMPS)/legal-root \
@@ -15,6 +15,9 @@ $(STAMPS)/initramfs-gen: $(INITRAMFS_INPUTS) $(foreach n,$(PACKAGES),$(call pin_
 	   $(foreach p,linux busybox e2fsprogs util-linux mdadm lvm2 cryptsetup dropbear,echo '$(PKG_VAR_$(p))_VERSION=$($(PKG_VAR_$(p))_VERSION)';) \
 	 } > $(INITRAMFS_GEN)/etc/os-release
 	@cp README.md $(INITRAMFS_GEN)/usr/share/doc/extrescue/README.md
+	@mkdir -p $(INITRAMFS_GEN)/etc/extrescue
+	@for f in iso/loader/entries/*.conf; do \
+	  printf '%s %s\n' "$${f##*/}" "$$(sed -n 's/^options[[:space:]]*//p' $$f)"; done > $(INITRAMFS_GEN)/etc/extrescue/boot-entries
 	@touch $@
 
 $(INITRAMFS): $(INITRAMFS_DEPS) $(STAMPS)/initramfs-gen

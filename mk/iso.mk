@@ -1,4 +1,5 @@
-# ISO: bootloaders from pinned Debian packages, ESP image, xorriso, then
+# ISO: bootloaders from pinned Debian packages, the ESP image (its signed
+# files come from mk/secureboot.mk), xorriso, then
 # the manifest (SHA256SUMS is the Makefile's, over the ISO and the netboot tar).
 
 BOOT_DEBS := $(BUILD)/boot-debs
@@ -14,8 +15,17 @@ $(STAMPS)/boot-debs: $(foreach n,isolinux syslinux-common systemd-boot-efi,$(cal
 	  deb=$$(scripts/fetch $$n) && dpkg-deb -x "$$deb" $(BOOT_DEBS) || exit 1; done
 	@touch $@
 
-$(ESP_IMG): $(STAMPS)/boot-debs $(STAMPS)/linux-built $(INITRAMFS) iso/loader/loader.conf $(wildcard iso/loader/entries/*.conf) iso/build-esp
-	@iso/build-esp $@ $(BOOT_DEBS)/usr/lib/systemd/boot/efi/systemd-bootx64.efi $(BZIMAGE) $(INITRAMFS) iso/loader
+ESP_STAGE := $(BUILD)/esp-stage
+$(ESP_IMG): $(STAMPS)/shim-debs $(SIGNED_BOOTLOADER) $(SIGNED_UKI) $(MOK_CER) \
+		iso/loader/loader.conf $(wildcard iso/loader/entries/*.conf) iso/build-esp
+	@rm -rf $(ESP_STAGE) && mkdir -p $(ESP_STAGE)/EFI/BOOT $(ESP_STAGE)/EFI/extrescue $(ESP_STAGE)/loader/entries
+	@cp $(SHIM) $(ESP_STAGE)/EFI/BOOT/BOOTX64.EFI
+	@cp $(MOKMANAGER) $(ESP_STAGE)/EFI/BOOT/mmx64.efi
+	@cp $(SIGNED_BOOTLOADER) $(ESP_STAGE)/EFI/BOOT/grubx64.efi
+	@cp $(SIGNED_UKI) $(MOK_CER) $(ESP_STAGE)/EFI/extrescue/
+	@cp iso/loader/loader.conf $(ESP_STAGE)/loader/
+	@cp iso/loader/entries/*.conf $(ESP_STAGE)/loader/entries/
+	@iso/build-esp $@ $(ESP_STAGE)
 
 $(ISO): $(ESP_IMG) $(ISO_INPUTS)
 	@rm -rf $(ISO_STAGE) && mkdir -p $(ISO_STAGE)/isolinux $(ISO_STAGE)/boot
@@ -25,10 +35,11 @@ $(ISO): $(ESP_IMG) $(ISO_INPUTS)
 	@cp $(BZIMAGE) $(ISO_STAGE)/boot/vmlinuz
 	@cp $(INITRAMFS) $(ISO_STAGE)/boot/initrd.zst
 	@cp $(ESP_IMG) $(ISO_STAGE)/boot/efiboot.img
+	@mkdir -p $(ISO_STAGE)/EFI/extrescue && cp $(MOK_CER) $(ISO_STAGE)/EFI/extrescue/
 	@scripts/licenses-index $(COMPONENTS) > $(ISO_STAGE)/LICENSES
 	@rm -f $(OUT)/extrescue-*-x86_64.iso
 	@iso/build-iso $@ $(ISO_STAGE) $(BOOT_DEBS)/usr/lib/ISOLINUX/isohdpfx.bin
-	@VERSION=$(VERSION) LINUX_CONFIG=$(LINUX_OBJ)/.config scripts/manifest $(COMPONENTS) \
+	@VERSION=$(VERSION) LINUX_CONFIG=$(LINUX_OBJ)/.config ESP_STAGE=$(ESP_STAGE) scripts/manifest $(COMPONENTS) \
 	  $(foreach p,$(PACKAGES),$(p)=$($(PKG_VAR_$(p))_SRC)) > $(MANIFEST)
 	@echo "iso: $@ ($$(stat -c %s $@) bytes)"
 

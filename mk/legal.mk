@@ -14,6 +14,8 @@ EXTRESCUE_LICENSE := GPL-2.0-only
 ISOLINUX_LICENSE := GPL-2.0-or-later
 SYSLINUX_COMMON_LICENSE := GPL-2.0-or-later
 SYSTEMD_BOOT_EFI_LICENSE := LGPL-2.1-or-later
+# shim links OpenSSL's crypto (Cryptlib); MokManager is built from the same tree.
+SHIM_LICENSE := BSD-2-Clause AND OpenSSL AND BSD-3-Clause
 MUSL_LICENSE := MIT
 LIBGCC_LICENSE := GPL-3.0-or-later WITH GCC-exception-3.1
 GCC_MAJOR := $(shell gcc -dumpversion | cut -d. -f1)
@@ -25,13 +27,15 @@ pin_origin = $(if $(filter src,$(call pin_kind,$(1))),debian:$(call pin,$(1),4),
 # An upstream pin is named by the upstream version: no epoch, no Debian revision.
 pin_version = $(if $(filter src,$(call pin_kind,$(1))),$(call pin,$(1),5),$(shell echo '$(call pin,$(1),5)' | sed 's/^[0-9]*://; s/-[^-]*$$//'))
 
-$(COMPONENTS): $(foreach p,$(PACKAGES) isolinux syslinux-common systemd-boot-efi syslinux systemd,$(call pin_stamp,$(p))) \
+$(COMPONENTS): $(foreach p,$(PACKAGES) isolinux syslinux-common systemd-boot-efi syslinux systemd shim-signed shim-helpers shim,$(call pin_stamp,$(p))) \
 		$(wildcard mk/*.mk) $(EPOCH_STAMP) | $(BUILD)
 	@{ $(foreach p,$(PACKAGES),$(call component_row,$(p),$(call pin_version,$(p)),$($(PKG_VAR_$(p))_LICENSE),$(call pin_origin,$(p)),$(p),$(wildcard $($(PKG_VAR_$(p))_PATCH_DIR)))) \
 	   $(call component_row,extrescue,$(VERSION),$(EXTRESCUE_LICENSE),ours,git) \
 	   $(call component_row,isolinux,$(call pin,isolinux,5),$(ISOLINUX_LICENSE),debian-binary:isolinux,syslinux) \
 	   $(call component_row,syslinux-common,$(call pin,syslinux-common,5),$(SYSLINUX_COMMON_LICENSE),debian-binary:syslinux-common,syslinux) \
 	   $(call component_row,systemd-boot-efi,$(call pin,systemd-boot-efi,5),$(SYSTEMD_BOOT_EFI_LICENSE),debian-binary:systemd-boot-efi,systemd) \
+	   $(call component_row,shim-signed,$(call pin,shim-signed,5),$(SHIM_LICENSE),debian-binary:shim-signed,shim) \
+	   $(call component_row,shim-helpers,$(call pin,shim-helpers,5),$(SHIM_LICENSE),debian-binary:shim-helpers-amd64-signed,shim) \
 	   $(call component_row,musl,$(call host_version,musl),$(MUSL_LICENSE),host:musl,-) \
 	   $(call component_row,libgcc,$(call host_version,libgcc-$(GCC_MAJOR)-dev),$(LIBGCC_LICENSE),host:libgcc-$(GCC_MAJOR)-dev,-) } > $@
 
@@ -39,16 +43,18 @@ $(COMPONENTS): $(foreach p,$(PACKAGES) isolinux syslinux-common systemd-boot-efi
 IMAGE_ROOTS = $(foreach p,$(PACKAGES),$($(PKG_VAR_$(p))_ROOT)) $(SRC_ROOT) $(LEGAL_ROOT)
 
 # Licence texts of the components the package recipe does not install.
-$(STAMPS)/legal-root: $(STAMPS)/boot-debs $(STAMPS)/linux-patched LICENSE mk/legal.mk
+$(STAMPS)/legal-root: $(STAMPS)/boot-debs $(STAMPS)/shim-debs $(STAMPS)/linux-patched LICENSE mk/legal.mk
 	@rm -rf $(LEGAL_ROOT) && mkdir -p $(LEGAL_ROOT)
 	@scripts/install-licenses extrescue $(TOP) $(LEGAL_ROOT) LICENSE $(LINUX_SRC)/LICENSES/preferred/GPL-2.0
 	@for p in isolinux syslinux-common systemd-boot-efi; do \
 	  scripts/install-licenses $$p $(BOOT_DEBS) $(LEGAL_ROOT) usr/share/doc/$$p/copyright || exit 1; done
+	@scripts/install-licenses shim-signed $(SHIM_DEBS) $(LEGAL_ROOT) usr/share/doc/shim-signed/copyright
+	@scripts/install-licenses shim-helpers $(SHIM_DEBS) $(LEGAL_ROOT) usr/share/doc/shim-helpers-amd64-signed/copyright
 	@scripts/install-licenses musl / $(LEGAL_ROOT) /usr/share/doc/musl/copyright
 	@scripts/install-licenses libgcc / $(LEGAL_ROOT) /usr/share/doc/gcc-$(GCC_MAJOR)-base/copyright
 	@touch $@
 
 .PHONY: legal-info
 legal-info: $(ISO) $(COMPONENTS) ## out/legal-info/: every component's sources, patches, licences and a table
-	@TOP=$(TOP) BUILD=$(BUILD) INITRAMFS_LIST=$(BUILD)/initramfs.list ISO_STAGE=$(ISO_STAGE) BOOT_DEBS=$(BOOT_DEBS) \
+	@TOP=$(TOP) BUILD=$(BUILD) INITRAMFS_LIST=$(BUILD)/initramfs.list ISO_STAGE=$(ISO_STAGE) BOOT_DEBS=$(BOOT_DEBS) ESP_STAGE=$(ESP_STAGE) \
 	  BUSYBOX_BIN=$(BUSYBOX_BIN) scripts/legal-info $(LEGAL_INFO) $(COMPONENTS) $(IMAGE_ROOTS)

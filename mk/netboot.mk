@@ -1,6 +1,8 @@
 # Network boot: out/netboot/ serves BIOS PXE (pxelinux, lpxelinux), UEFI PXE
-# and UEFI HTTP boot (a unified kernel image) and iPXE from one folder, with
-# the CD menu's entries; out/extrescue-netboot-<version>.tar is that folder.
+# and UEFI HTTP boot (a unified kernel image, signed with the Secure Boot
+# key) and iPXE from one folder, with the CD menu's entries; with Secure Boot
+# on, the boot file is shimx64.efi, which fetches grubx64.efi (a link to the
+# unified image). out/extrescue-netboot-<version>.tar is that folder.
 
 NETBOOT := $(OUT)/netboot
 NETBOOT_TAR := $(OUT)/extrescue-netboot-$(VERSION).tar
@@ -11,7 +13,7 @@ UKI := $(NETBOOT)/extrescue.efi
 # The default is read when the recipe runs: python3 may not be installed yet
 # when a fresh machine's first make reads this file.
 UKI_CMDLINE ?=
-NETBOOT_INPUTS := mk/netboot.mk iso/isolinux.cfg netboot/menus netboot/build-uki netboot/dnsmasq.conf.example \
+NETBOOT_INPUTS := mk/netboot.mk iso/isolinux.cfg netboot/menus scripts/build-uki netboot/dnsmasq.conf.example \
 	scripts/licenses-index $(COMPONENTS)
 
 $(STAMPS)/netboot-debs: $(call pin_stamp,pxelinux) | $(STAMPS)/host-deps $(BUILD)
@@ -23,7 +25,7 @@ $(STAMPS)/netboot-debs: $(call pin_stamp,pxelinux) | $(STAMPS)/host-deps $(BUILD
 $(shell echo '$(UKI_CMDLINE)' | cmp -s - $(STAMPS)/uki-cmdline || echo '$(UKI_CMDLINE)' > $(STAMPS)/uki-cmdline)
 
 $(NETBOOT_TAR): $(STAMPS)/netboot-debs $(STAMPS)/boot-debs $(STAMPS)/linux-built $(INITRAMFS) \
-		$(STAMPS)/initramfs-gen $(STAMPS)/uki-cmdline $(NETBOOT_INPUTS)
+		$(STAMPS)/initramfs-gen $(STAMPS)/uki-cmdline $(SIGNED_UKI) $(STAMPS)/shim-debs $(NETBOOT_INPUTS)
 	@rm -rf $(NETBOOT) && mkdir -p $(NETBOOT)/pxelinux.cfg
 	@cp $(NETBOOT_DEBS)/usr/lib/PXELINUX/pxelinux.0 $(NETBOOT_DEBS)/usr/lib/PXELINUX/lpxelinux.0 $(NETBOOT)/
 	@cp $(addprefix $(BOOT_DEBS)/usr/lib/syslinux/modules/bios/,ldlinux.c32 menu.c32 libutil.c32) $(NETBOOT)/
@@ -31,14 +33,19 @@ $(NETBOOT_TAR): $(STAMPS)/netboot-debs $(STAMPS)/boot-debs $(STAMPS)/linux-built
 	@netboot/menus ipxe iso/isolinux.cfg $(VERSION) > $(NETBOOT)/extrescue.ipxe
 	@cp $(BZIMAGE) $(NETBOOT)/vmlinuz
 	@cp $(INITRAMFS) $(NETBOOT)/initrd.zst
-	@cmdline='$(UKI_CMDLINE)'; [ -n "$$cmdline" ] || cmdline=$$(netboot/menus cmdline iso/isolinux.cfg); \
-	 netboot/build-uki $(UKI) $(BOOT_DEBS)/usr/lib/systemd/boot/efi/linuxx64.efi.stub $(BZIMAGE) $(INITRAMFS) \
-	  $(INITRAMFS_GEN)/etc/os-release "$$cmdline"
+	@if [ -z '$(UKI_CMDLINE)' ]; then cp $(SIGNED_UKI) $(UKI); else \
+	 scripts/build-uki $(UKI).unsigned $(SD_EFI)/linuxx64.efi.stub $(BZIMAGE) $(INITRAMFS) \
+	  $(INITRAMFS_GEN)/etc/os-release '$(UKI_CMDLINE)' && \
+	 scripts/sb-sign $(SB_KEY) $(SB_CERT) $(UKI).unsigned $(UKI) && rm $(UKI).unsigned; fi
+	@cp $(SHIM) $(NETBOOT)/shimx64.efi
+	@cp $(MOKMANAGER) $(NETBOOT)/mmx64.efi
+	@ln -s extrescue.efi $(NETBOOT)/grubx64.efi
 	@cp netboot/dnsmasq.conf.example $(NETBOOT)/
 	@{ scripts/licenses-index $(COMPONENTS); \
 	   printf '%-18s %-38s %s\n' pxelinux '$(call pin,pxelinux,5)' 'GPL-2.0-or-later (pxelinux.0, lpxelinux.0)'; \
 	   echo; echo "pxelinux and syslinux-common (the .c32 modules) are Debian's binaries of syslinux;"; \
 	   echo "extrescue.efi is systemd-boot-efi's linuxx64.efi.stub with linux and the initramfs added."; \
+	   echo "shimx64.efi and mmx64.efi (MokManager) are Debian's signed binaries of shim."; \
 	 } > $(NETBOOT)/LICENSES
 	@cp $(NETBOOT_DEBS)/usr/share/doc/pxelinux/copyright $(NETBOOT)/LICENSE.pxelinux
 	@find $(NETBOOT) -exec touch -h -d @$(SOURCE_DATE_EPOCH) {} +

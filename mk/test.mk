@@ -6,7 +6,7 @@ EXTRESCUE_TIMEOUT_SCALE ?= 1
 export EXTRESCUE_TIMEOUT_SCALE
 
 .PHONY: test test-build test-boot test-server run bench bench-fsck bench-kernel bench-io bench-assemble bench-crash bench-consoles bench-net bench-netboot repro-check check-fresh
-test: all ## run the whole test suite (boots, controllers, e2fsprogs suite, build checks)
+test: all $(STAMPS)/virt-firmware ## run the whole test suite (boots, controllers, e2fsprogs suite, build checks)
 	@$(PYTEST) -q -p no:cacheprovider tests/
 
 test-build: | $(STAMPS)/host-deps ## only the build-system checks (no boot)
@@ -18,11 +18,11 @@ test-server: $(ISO) ## only the real-server suite (a Debian 12 server broken and
 test-boot: $(ISO) ## only the boot tests
 	@$(PYTEST) -q -p no:cacheprovider tests/test_boot.py
 
-run: $(ISO) ## boot the ISO in QEMU on this terminal (Ctrl-A x quits); ARGS= adds qemu/run options
+run: $(ISO) $(STAMPS)/virt-firmware ## boot the ISO in QEMU on this terminal (Ctrl-A x quits); ARGS= adds qemu/run options
 	@qemu/run --iso $(ISO) $(ARGS)
 
-bench: $(ISO) ## print image sizes and seconds to a shell (median of 5, TCG)
-	@tests/bench-boot --iso $(ISO) --runs 5
+bench: $(ISO) $(STAMPS)/virt-firmware ## image sizes; seconds to a shell: BIOS, UEFI, UEFI with Secure Boot on (median of 5, TCG)
+	@tests/bench-boot --iso $(ISO) --runs 5 --secureboot
 
 bench-fsck: $(STAMPS)/e2fsprogs-installed ## the image's e2fsck/debugfs against the host's: medians, ratios, sizes
 	@tests/bench-fsck $(E2FSPROGS_OBJ)

@@ -1,0 +1,65 @@
+# Secure Boot: Debian's Microsoft-signed shim starts our systemd-boot, which
+# starts a unified kernel image (kernel, initramfs, command line, .sbat); both
+# are signed with the project key, which users enroll once as a Machine Owner
+# Key. EXTRESCUE_SB_KEY and EXTRESCUE_SB_CERT name a distributor's key and
+# certificate (PEM); without them a project key is made once under the
+# download cache and reused. With Secure Boot off the same files boot.
+
+SB_DIR := $(BUILD)/secureboot
+SHIM_DEBS := $(BUILD)/shim-debs
+SB_KEY_DIR := $(EXTRESCUE_CACHE)/secureboot
+SB_KEY := $(or $(EXTRESCUE_SB_KEY),$(SB_KEY_DIR)/extrescue-sb.key)
+SB_CERT := $(or $(EXTRESCUE_SB_CERT),$(SB_KEY_DIR)/extrescue-sb.crt)
+SB_MAKE_KEY := $(if $(EXTRESCUE_SB_KEY)$(EXTRESCUE_SB_CERT),no,yes)
+MOK_CER := $(OUT)/extrescue-mok.cer
+SHIM := $(SHIM_DEBS)/usr/lib/shim/shimx64.efi.signed
+MOKMANAGER := $(SHIM_DEBS)/usr/lib/shim/mmx64.efi.signed
+SIGNED_BOOTLOADER := $(SB_DIR)/grubx64.efi
+SIGNED_UKI := $(SB_DIR)/extrescue.efi
+SD_EFI := $(BUILD)/boot-debs/usr/lib/systemd/boot/efi
+
+# Rewritten only when another key is named, so everything signed is redone then.
+$(shell mkdir -p $(STAMPS); echo '$(SB_KEY) $(SB_CERT)' | cmp -s - $(STAMPS)/sb-key-names || echo '$(SB_KEY) $(SB_CERT)' > $(STAMPS)/sb-key-names)
+
+$(STAMPS)/sb-key: $(STAMPS)/sb-key-names scripts/sb-key | $(STAMPS)/host-deps
+	@scripts/sb-key $(SB_KEY) $(SB_CERT) $(SB_MAKE_KEY)
+	@touch $@
+
+$(MOK_CER): $(STAMPS)/sb-key $(SB_CERT)
+	@openssl x509 -in $(SB_CERT) -outform DER -out $@
+	@echo "secureboot: $(notdir $@) (sha256 $$(sha256sum $@ | cut -c1-16)...) is the certificate to enroll"
+
+$(STAMPS)/shim-debs: $(call pin_stamp,shim-signed) $(call pin_stamp,shim-helpers) | $(STAMPS)/host-deps $(BUILD)
+	@rm -rf $(SHIM_DEBS) && mkdir -p $(SHIM_DEBS)
+	@for n in shim-signed shim-helpers; do deb=$$(scripts/fetch $$n) && dpkg-deb -x "$$deb" $(SHIM_DEBS) || exit 1; done
+	@touch $@
+
+# shim starts the second stage by the name GRUB has on a Debian system.
+$(SIGNED_BOOTLOADER): $(STAMPS)/boot-debs $(STAMPS)/sb-key $(SB_CERT) scripts/sb-sign
+	@mkdir -p $(SB_DIR)
+	@scripts/sb-sign $(SB_KEY) $(SB_CERT) $(SD_EFI)/systemd-bootx64.efi $@
+
+# The unified image every menu entry of the ESP boots, with the CD's default
+# entry as its command line: with Secure Boot on, systemd's stub ignores the
+# entry's options, and the initramfs applies the chosen entry's (see
+# initramfs/rootfs/lib/extrescue/boot-entry).
+$(SIGNED_UKI): $(STAMPS)/boot-debs $(STAMPS)/linux-built $(INITRAMFS) $(STAMPS)/initramfs-gen $(STAMPS)/sb-key \
+		$(SB_CERT) iso/isolinux.cfg netboot/menus scripts/build-uki scripts/sb-sign
+	@mkdir -p $(SB_DIR)
+	@scripts/build-uki $(SB_DIR)/extrescue.unsigned.efi $(SD_EFI)/linuxx64.efi.stub $(BZIMAGE) $(INITRAMFS) \
+	  $(INITRAMFS_GEN)/etc/os-release "$$(netboot/menus cmdline iso/isolinux.cfg)"
+	@scripts/sb-sign $(SB_KEY) $(SB_CERT) $(SB_DIR)/extrescue.unsigned.efi $@
+	@rm -f $(SB_DIR)/extrescue.unsigned.efi
+
+.PHONY: secureboot-key
+secureboot-key: $(MOK_CER) ## make (once) or check the Secure Boot key; out/extrescue-mok.cer is what users enroll
+
+# For the tests and qemu/run --mok, never in the image: virt-fw-vars enrolls
+# a certificate into a copy of OVMF's variable store.
+VIRT_FIRMWARE := $(BUILD)/virt-firmware
+$(STAMPS)/virt-firmware: $(call pin_stamp,python3-virt-firmware) | $(STAMPS)/host-deps $(BUILD)
+	@rm -rf $(VIRT_FIRMWARE) && mkdir -p $(VIRT_FIRMWARE)
+	@deb=$$(scripts/fetch python3-virt-firmware) && dpkg-deb -x "$$deb" $(VIRT_FIRMWARE)
+	@touch $@
+.PHONY: virt-firmware
+virt-firmware: $(STAMPS)/virt-firmware ## unpack virt-fw-vars for qemu/run --mok (make test does it)
