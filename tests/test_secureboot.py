@@ -99,6 +99,18 @@ def test_usb_with_the_key_enrolled_and_each_entry_does_what_it_says(guest):
     g.assert_no_fatal()
 
 
+def test_uefi_pxe_through_shim(guest):
+    """Network boot with Secure Boot on: the boot file is shim, which fetches
+    grubx64.efi (the signed unified image) from the same TFTP folder."""
+    g = guest("sb-pxe", ["--firmware", "uefi", "--secureboot", "--mok", CERT, "--mem", "768",
+                         "--netboot", "shimx64.efi"], boot_timeout=BOOT_TIMEOUT)
+    g.wait_shell()
+    assert "Fetching Netboot Image grubx64.efi" in ANSI.sub("", g.serial_log())
+    assert_locked_down(g)
+    assert g.poweroff() == 0
+    g.assert_no_fatal()
+
+
 def wait_screen(g, pattern, timeout, what):
     """Waits until PATTERN is on the firmware's screen as the serial log has
     it, cursor movements and colours taken out (shim and MokManager draw
