@@ -65,6 +65,10 @@ include mk/mdadm.mk
 include mk/lvm2.mk
 include mk/cryptsetup.mk
 include mk/dropbear.mk
+include mk/dosfstools.mk
+include mk/hdparm.mk
+include mk/lsscsi.mk
+include mk/sg3-utils.mk
 include mk/initramfs.mk
 include mk/legal.mk
 include mk/secureboot.mk

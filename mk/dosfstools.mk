@@ -1,0 +1,24 @@
+# dosfstools: fsck.fat and mkfs.fat, for the EFI system partition that went
+# down with a failing disk; static with musl (its iconv for the code pages).
+
+DOSFSTOOLS_OBJ := $(BUILD)/dosfstools
+DOSFSTOOLS_DEPENDENCIES := $(STAMPS)/linux-headers
+DOSFSTOOLS_LICENSE := GPL-3.0-or-later
+DOSFSTOOLS_LICENSE_FILES := COPYING
+define DOSFSTOOLS_CONFIGURE_CMDS
+	@cd $(DOSFSTOOLS_OBJ) && CC="$(MUSL_CC)" CFLAGS="-O2 -ffunction-sections -fdata-sections $(PREFIX_MAP)" \
+	  LDFLAGS="-static -Wl,--gc-sections" \
+	  $(TOP)/scripts/logged dosfstools configure $(DOSFSTOOLS_OBJ)/configure.log \
+	  $(DOSFSTOOLS_SRC)/configure --host=x86_64-linux-musl --without-udev
+endef
+define DOSFSTOOLS_BUILD_CMDS
+	@scripts/logged dosfstools build $(DOSFSTOOLS_OBJ)/build.log $(MAKE) -C $(DOSFSTOOLS_OBJ)/src -j$(JOBS) fsck.fat mkfs.fat fatlabel
+endef
+# The names distributions use, so `fsck -t vfat` and scripts find them.
+define DOSFSTOOLS_INSTALL_CMDS
+	@mkdir -p $(DOSFSTOOLS_ROOT)/sbin
+	@for p in fsck.fat mkfs.fat fatlabel; do strip --strip-all -o $(DOSFSTOOLS_ROOT)/sbin/$$p $(DOSFSTOOLS_OBJ)/src/$$p || exit 1; done
+	@for a in fsck.vfat fsck.msdos dosfsck; do ln -s fsck.fat $(DOSFSTOOLS_ROOT)/sbin/$$a; done
+	@for a in mkfs.vfat mkfs.msdos mkdosfs; do ln -s mkfs.fat $(DOSFSTOOLS_ROOT)/sbin/$$a; done
+endef
+$(eval $(call package,dosfstools,DOSFSTOOLS))

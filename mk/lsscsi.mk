@@ -1,0 +1,21 @@
+# lsscsi: SCSI (and SATA, NVMe, USB) devices with their host, channel, target
+# and LUN, as the kernel's SCSI layer sees them; static with musl.
+
+LSSCSI_OBJ := $(BUILD)/lsscsi
+LSSCSI_DEPENDENCIES := $(STAMPS)/linux-headers
+LSSCSI_LICENSE := GPL-2.0-or-later
+LSSCSI_LICENSE_FILES := COPYING
+define LSSCSI_CONFIGURE_CMDS
+	@cd $(LSSCSI_OBJ) && CC="$(MUSL_CC)" CFLAGS="-O2 -ffunction-sections -fdata-sections $(PREFIX_MAP)" \
+	  LDFLAGS="-static -Wl,--gc-sections" \
+	  $(TOP)/scripts/logged lsscsi configure $(LSSCSI_OBJ)/configure.log \
+	  $(LSSCSI_SRC)/configure --host=x86_64-linux-musl
+endef
+define LSSCSI_BUILD_CMDS
+	@scripts/logged lsscsi build $(LSSCSI_OBJ)/build.log $(MAKE) -C $(LSSCSI_OBJ) -j$(JOBS)
+endef
+define LSSCSI_INSTALL_CMDS
+	@mkdir -p $(LSSCSI_ROOT)/usr/bin
+	@strip --strip-all -o $(LSSCSI_ROOT)/usr/bin/lsscsi $(LSSCSI_OBJ)/src/lsscsi
+endef
+$(eval $(call package,lsscsi,LSSCSI))
