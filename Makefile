@@ -69,6 +69,8 @@ include mk/dosfstools.mk
 include mk/hdparm.mk
 include mk/lsscsi.mk
 include mk/sg3-utils.mk
+include mk/gddrescue.mk
+include mk/smartmontools.mk
 include mk/initramfs.mk
 include mk/legal.mk
 include mk/secureboot.mk

@@ -18,6 +18,9 @@ SYSTEMD_BOOT_EFI_LICENSE := LGPL-2.1-or-later
 SHIM_LICENSE := BSD-2-Clause AND OpenSSL AND BSD-3-Clause
 MUSL_LICENSE := MIT
 LIBGCC_LICENSE := GPL-3.0-or-later WITH GCC-exception-3.1
+# The C++ programs (mk/gddrescue.mk) link the host's glibc and libstdc++ statically.
+GLIBC_LICENSE := LGPL-2.1-or-later
+LIBSTDCXX_LICENSE := GPL-3.0-or-later WITH GCC-exception-3.1
 GCC_MAJOR := $(shell gcc -dumpversion | cut -d. -f1)
 host_version = $(shell dpkg-query -W -f='$${Version}' $(1) 2>/dev/null)
 
@@ -37,7 +40,9 @@ $(COMPONENTS): $(foreach p,$(PACKAGES) isolinux syslinux-common systemd-boot-efi
 	   $(call component_row,shim-signed,$(call pin,shim-signed,5),$(SHIM_LICENSE),debian-binary:shim-signed,shim) \
 	   $(call component_row,shim-helpers,$(call pin,shim-helpers,5),$(SHIM_LICENSE),debian-binary:shim-helpers-amd64-signed,shim) \
 	   $(call component_row,musl,$(call host_version,musl),$(MUSL_LICENSE),host:musl,-) \
-	   $(call component_row,libgcc,$(call host_version,libgcc-$(GCC_MAJOR)-dev),$(LIBGCC_LICENSE),host:libgcc-$(GCC_MAJOR)-dev,-) } > $@
+	   $(call component_row,libgcc,$(call host_version,libgcc-$(GCC_MAJOR)-dev),$(LIBGCC_LICENSE),host:libgcc-$(GCC_MAJOR)-dev,-) \
+	   $(call component_row,glibc,$(call host_version,libc6-dev),$(GLIBC_LICENSE),host:libc6-dev,-) \
+	   $(call component_row,libstdc++,$(call host_version,libstdc++-$(GCC_MAJOR)-dev),$(LIBSTDCXX_LICENSE),host:libstdc++-$(GCC_MAJOR)-dev,-) } > $@
 
 # Every folder whose files go into the initramfs besides initramfs/ itself.
 IMAGE_ROOTS = $(foreach p,$(PACKAGES),$($(PKG_VAR_$(p))_ROOT)) $(SRC_ROOT) $(LEGAL_ROOT)
@@ -52,6 +57,8 @@ $(STAMPS)/legal-root: $(STAMPS)/boot-debs $(STAMPS)/shim-debs $(STAMPS)/linux-pa
 	@scripts/install-licenses shim-helpers $(SHIM_DEBS) $(LEGAL_ROOT) usr/share/doc/shim-helpers-amd64-signed/copyright
 	@scripts/install-licenses musl / $(LEGAL_ROOT) /usr/share/doc/musl/copyright
 	@scripts/install-licenses libgcc / $(LEGAL_ROOT) /usr/share/doc/gcc-$(GCC_MAJOR)-base/copyright
+	@scripts/install-licenses glibc / $(LEGAL_ROOT) /usr/share/doc/libc6/copyright
+	@scripts/install-licenses libstdc++ / $(LEGAL_ROOT) /usr/share/doc/gcc-$(GCC_MAJOR)-base/copyright
 	@touch $@
 
 .PHONY: legal-info

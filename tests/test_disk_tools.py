@@ -1,11 +1,12 @@
 """Tools for a failing disk and its EFI partition, used on QEMU's emulated
 hardware: fsck.fat repairs an ESP (checked on the host afterwards), hdparm
-identifies an AHCI disk, sg3_utils and lsscsi query a SCSI disk through
-SG_IO."""
+identifies an AHCI disk, smartctl reads its SMART data and an NVMe
+controller's health log, sg3_utils and lsscsi query a SCSI disk through
+SG_IO, and ddrescue images a disk that fails reads of known sectors."""
 import re
 import subprocess
 
-from disks import sha256_file
+from disks import blank, sha256_file
 from harness import host
 
 SCSI_SERIAL = "XRSCSI0042"
@@ -43,11 +44,12 @@ def test_fat_repair_hdparm_and_scsi_queries(guest, tmp_path):
     esp = str(tmp_path / "esp.img")
     files = esp_with_damage(esp)
     assert host(["fsck.fat", "-n", esp]).returncode != 0, "the damage did not take"
-    ata, scsi = str(tmp_path / "ata.img"), str(tmp_path / "scsi.img")
-    for img in (ata, scsi):
+    ata, scsi, nvme = (str(tmp_path / f"{n}.img") for n in ("ata", "scsi", "nvme"))
+    for img in (ata, scsi, nvme):
         subprocess.run(["truncate", "-s", "32M", img], check=True)
     g = guest("disk-tools", ["--direct", "--mem", "512", "--disk", f"{esp},if=virtio-blk,rw",
-                             "--disk", f"{ata},if=ahci", "--disk", f"{scsi},if=virtio-scsi,serial={SCSI_SERIAL}"])
+                             "--disk", f"{ata},if=ahci", "--disk", f"{scsi},if=virtio-scsi,serial={SCSI_SERIAL}",
+                             "--disk", f"{nvme},if=nvme"])
     g.wait_shell()
 
     # fsck.fat: the first FAT wins, the dirty bit goes.
@@ -62,6 +64,16 @@ def test_fat_repair_hdparm_and_scsi_queries(guest, tmp_path):
     ident = g.check(f"hdparm -I /dev/{sd_ata}")
     assert re.search(r"Model Number:\s+QEMU HARDDISK", ident), ident
     assert "Serial Number:" in ident
+
+    # smartctl: the AHCI disk's SMART data and the NVMe controller's health log.
+    status, out = g.run(f"smartctl -a /dev/{sd_ata}")
+    assert status & 0b11 == 0, out                  # bits 0-1: command line or device open failed
+    assert "SMART overall-health self-assessment test result: PASSED" in out, out
+    assert re.search(r"Device Model:\s+QEMU HARDDISK", out), out
+    status, out = g.run("smartctl -a /dev/nvme0")
+    assert status & 0b11 == 0, out
+    assert "SMART overall-health self-assessment test result: PASSED" in out, out
+    assert re.search(r"SMART/Health Information \(NVMe Log 0x02", out), out
 
     # sg3_utils and lsscsi on the virtio-scsi disk.
     listing = g.check("lsscsi")
@@ -95,3 +107,51 @@ def test_fat_repair_hdparm_and_scsi_queries(guest, tmp_path):
         out = str(tmp_path / "copy")
         subprocess.run(["mcopy", "-n", "-i", esp, f"::/{rel}", out], check=True, env=MTOOLS_ENV)
         assert sha256_file(out) == digest, rel
+
+
+BAD_SECTORS = [1000, 1001, 5003, 12345]
+
+
+def test_ddrescue_copies_around_read_errors(guest, tmp_path):
+    """A disk that fails reads of known sectors (QEMU's blkdebug under the
+    raw format) is imaged to a second disk: the mapfile names exactly those
+    sectors as bad, a retry pass keeps it so, every other byte is copied."""
+    src = str(tmp_path / "failing.img")
+    with open(src, "wb") as f:
+        for i in range(16 * 2048):      # 16 MiB, every sector different
+            f.write(i.to_bytes(4, "little") * 128)
+    dst = blank(str(tmp_path / "copy.img"), "16M")
+    cfg = tmp_path / "blkdebug.conf"
+    cfg.write_text("".join(f'[inject-error]\nevent = "read_aio"\nerrno = "5"\nsector = "{s}"\nonce = "off"\n\n'
+                           for s in BAD_SECTORS))
+    before = sha256_file(src)
+    g = guest("ddrescue", ["--direct", "--mem", "512", "--disk", f"{dst},if=virtio-blk,rw,serial=XRCOPY", "--",
+                           "-drive", f"if=none,id=failing,format=raw,readonly=on,file.driver=blkdebug,"
+                           f"file.config={cfg},file.image.driver=file,file.image.filename={src}",
+                           "-device", "virtio-blk-pci,drive=failing,serial=XRFAILING"])
+    g.wait_shell()
+    name = {g.check(f"cat /sys/block/{d}/serial").strip(): d for d in g.check("ls /sys/block | grep ^vd").split()}
+    failing, copy = "/dev/" + name["XRFAILING"], "/dev/" + name["XRCOPY"]
+    # -d: O_DIRECT reads of one sector each, so an error is that sector, not its page.
+    out = g.check(f"ddrescue -d -b 512 -f {failing} {copy} /tmp/map", timeout=300)
+    rate = re.findall(r"average rate:\s+([\d.]+ \S+)", out)
+    g.check(f"ddrescue -d -b 512 -f -r3 {failing} {copy} /tmp/map", timeout=300)
+    mapfile = g.check("cat /tmp/map")
+    print(f"ddrescue on the blkdebug disk, first pass: average rate {rate}")
+    assert g.poweroff() == 0
+
+    bad = []
+    for m in re.finditer(r"^0x([0-9A-Fa-f]+)\s+0x([0-9A-Fa-f]+)\s+(\S)\s*$", mapfile, re.M):
+        pos, size, status = int(m.group(1), 16), int(m.group(2), 16), m.group(3)
+        assert status in "+-", mapfile
+        if status == "-":
+            bad += range(pos // 512, (pos + size) // 512)
+    assert bad == BAD_SECTORS, (bad, mapfile, rate)
+    assert sha256_file(src) == before, "the failing disk was written"
+    with open(src, "rb") as a, open(dst, "rb") as b:
+        for sector in range(16 * 2048):
+            want, got = a.read(512), b.read(512)
+            if sector in BAD_SECTORS:
+                assert got == bytes(512), f"sector {sector} was never read but is not zero"
+            else:
+                assert got == want, f"sector {sector} differs"
