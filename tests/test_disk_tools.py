@@ -8,6 +8,7 @@ import subprocess
 
 from disks import blank, sha256_file
 from harness import host
+from stacks import LUKS_FORMAT, PASS
 
 SCSI_SERIAL = "XRSCSI0042"
 MTOOLS_ENV = {"MTOOLS_SKIP_CHECK": "1", "PATH": "/usr/bin:/bin"}
@@ -155,3 +156,32 @@ def test_ddrescue_copies_around_read_errors(guest, tmp_path):
                 assert got == bytes(512), f"sector {sector} was never read but is not zero"
             else:
                 assert got == want, f"sector {sector} differs"
+
+
+def test_luks_with_serpent_twofish_and_ripemd160_opens(guest, tmp_path):
+    """LUKS2 with serpent-xts and twofish-xts, LUKS1 with a ripemd160 hash
+    (older installers' choices): made in the image, opened read-only by
+    rescue-assemble with the passphrase, their ext4 checks clean."""
+    disks = [blank(str(tmp_path / f"{n}.img"), "24M") for n in ("serpent", "twofish", "rmd")]
+    args = ["--direct", "--mem", "768"]
+    for d in disks:
+        args += ["--disk", f"{d},if=virtio-blk,rw"]
+    g = guest("luks-ciphers", args)
+    g.wait_shell()
+    formats = {"/dev/vda": f"{LUKS_FORMAT} --cipher serpent-xts-plain64",
+               "/dev/vdb": f"{LUKS_FORMAT} --cipher twofish-xts-plain64",
+               "/dev/vdc": "cryptsetup luksFormat --batch-mode --type luks1 --hash ripemd160 "
+                           "--pbkdf-force-iterations 1000 --key-file=-"}
+    for dev, fmt in formats.items():
+        g.check(f"printf %s '{PASS}' | {fmt} {dev} && printf %s '{PASS}' | cryptsetup open --key-file=- {dev} t && "
+                "mkfs.ext4 -q /dev/mapper/t && cryptsetup close t", timeout=240)
+    out = g.check(f"printf '%s\\n' '{PASS}' | rescue-assemble", timeout=240)
+    opened = re.findall(r"luks +(/dev/vd[abc]) -> (/dev/mapper/luks-[0-9a-f-]+): opened read-only", out)
+    assert sorted(d for d, _ in opened) == ["/dev/vda", "/dev/vdb", "/dev/vdc"], out
+    for dev, mapped in opened:
+        g.check(f"e2fsck -fn {mapped}", timeout=120)
+    # "NAME: START LENGTH crypt CIPHER ...", one line per opened volume.
+    ciphers = sorted(g.check("dmsetup table --target crypt | awk '{print $5}'").split())
+    assert ciphers == ["aes-xts-plain64", "serpent-xts-plain64", "twofish-xts-plain64"], ciphers
+    assert g.poweroff() == 0
+    g.assert_no_fatal()
