@@ -5,12 +5,7 @@ DOSFSTOOLS_OBJ := $(BUILD)/dosfstools
 DOSFSTOOLS_DEPENDENCIES := $(STAMPS)/linux-headers
 DOSFSTOOLS_LICENSE := GPL-3.0-or-later
 DOSFSTOOLS_LICENSE_FILES := COPYING
-define DOSFSTOOLS_CONFIGURE_CMDS
-	@cd $(DOSFSTOOLS_OBJ) && CC="$(MUSL_CC)" CFLAGS="-O2 -ffunction-sections -fdata-sections $(PREFIX_MAP)" \
-	  LDFLAGS="-static -Wl,--gc-sections" \
-	  $(TOP)/scripts/logged dosfstools configure $(DOSFSTOOLS_OBJ)/configure.log \
-	  $(DOSFSTOOLS_SRC)/configure --host=x86_64-linux-musl --without-udev
-endef
+DOSFSTOOLS_CONFIGURE_CMDS = $(call musl_configure,dosfstools,DOSFSTOOLS,--without-udev)
 define DOSFSTOOLS_BUILD_CMDS
 	@scripts/logged dosfstools build $(DOSFSTOOLS_OBJ)/build.log $(MAKE) -C $(DOSFSTOOLS_OBJ)/src -j$(JOBS) fsck.fat mkfs.fat fatlabel
 endef

@@ -5,12 +5,7 @@ LSSCSI_OBJ := $(BUILD)/lsscsi
 LSSCSI_DEPENDENCIES := $(STAMPS)/linux-headers
 LSSCSI_LICENSE := GPL-2.0-or-later
 LSSCSI_LICENSE_FILES := COPYING
-define LSSCSI_CONFIGURE_CMDS
-	@cd $(LSSCSI_OBJ) && CC="$(MUSL_CC)" CFLAGS="-O2 -ffunction-sections -fdata-sections $(PREFIX_MAP)" \
-	  LDFLAGS="-static -Wl,--gc-sections" \
-	  $(TOP)/scripts/logged lsscsi configure $(LSSCSI_OBJ)/configure.log \
-	  $(LSSCSI_SRC)/configure --host=x86_64-linux-musl
-endef
+LSSCSI_CONFIGURE_CMDS = $(call musl_configure,lsscsi,LSSCSI)
 define LSSCSI_BUILD_CMDS
 	@scripts/logged lsscsi build $(LSSCSI_OBJ)/build.log $(MAKE) -C $(LSSCSI_OBJ) -j$(JOBS)
 endef

@@ -22,6 +22,12 @@
 # NAME-dirclean.
 
 PACKAGES :=
+
+# $(call musl_configure,NAME,P,OPTIONS): an autoconf configure in P_OBJ for a
+# static musl build (the recipe line of the components built that way).
+musl_configure = @cd $($(2)_OBJ) && CC="$(MUSL_CC)" CFLAGS="-O2 -ffunction-sections -fdata-sections $(PREFIX_MAP)" \
+	LDFLAGS="-static -Wl,--gc-sections" $(TOP)/scripts/logged $(1) configure $($(2)_OBJ)/configure.log \
+	$($(2)_SRC)/configure --host=x86_64-linux-musl $(3)
 # The kind column of a pin: src (Debian's patches apply), orig, deb, legal.
 pin_kind = $(call pin,$(1),3)
 
