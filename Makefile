@@ -32,6 +32,13 @@ ISO := $(OUT)/extrescue-$(VERSION)-x86_64.iso
 LOCK ?= $(TOP)/configs/sources.lock
 export LOCK
 pin = $(shell awk '$$1 == "$(1)" {print $$$(2)}' $(LOCK))
+# A compiler cache outside the tree, as Buildroot's BR2_CCACHE: a fresh clone
+# (CI) or a config change recompiles only what changed. Paths under TOP are
+# hashed relative, so another clone folder still hits. EXTRESCUE_CCACHE=0: off.
+EXTRESCUE_CCACHE ?= 1
+CCACHE := $(if $(filter 1,$(EXTRESCUE_CCACHE)),ccache)
+export CCACHE_DIR ?= $(EXTRESCUE_CACHE)/ccache
+export CCACHE_BASEDIR := $(TOP)
 # Build paths never reach a binary: a build in another folder gives the same bytes.
 PREFIX_MAP := -ffile-prefix-map=$(BUILD)=/build
 

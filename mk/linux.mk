@@ -10,6 +10,7 @@ LINUX_LICENSE_FILES := COPYING LICENSES/preferred/GPL-2.0 LICENSES/exceptions/Li
 BZIMAGE := $(LINUX_OBJ)/arch/x86/boot/bzImage
 KHEADERS := $(BUILD)/kheaders
 LINUX_MAKE = $(MAKE) -C $(LINUX_SRC) O=$(LINUX_OBJ) ARCH=x86_64 \
+	CC="$(strip $(CCACHE) gcc)" HOSTCC="$(strip $(CCACHE) gcc)" \
 	KBUILD_BUILD_TIMESTAMP=@$(SOURCE_DATE_EPOCH) KBUILD_BUILD_USER=extrescue \
 	KBUILD_BUILD_HOST=extrescue KBUILD_BUILD_VERSION=1
 
@@ -29,12 +30,27 @@ define LINUX_BUILD_CMDS
 	@start=$$(date +%s); scripts/logged linux build $(LINUX_OBJ)/build.log $(LINUX_MAKE) -j$(JOBS) bzImage && \
 	 echo "$$(( $$(date +%s) - start ))" > $(LINUX_OBJ)/build-seconds
 endef
+# No loadable modules: everything is built in. modules.builtin tells
+# modprobe so, and tools that modprobe a target first (lvm for dm-cache's
+# policy, dm-raid, dm-thin) then go on instead of failing.
+define LINUX_INSTALL_CMDS
+	@release=$$(cat $(LINUX_OBJ)/include/config/kernel.release) && \
+	 mkdir -p $(LINUX_ROOT)/lib/modules/$$release && \
+	 cp $(LINUX_OBJ)/modules.builtin $(LINUX_ROOT)/lib/modules/$$release/ && \
+	 : > $(LINUX_ROOT)/lib/modules/$$release/modules.dep
+endef
 $(eval $(call package,linux,LINUX))
 # The kernel carries the build date.
 $(STAMPS)/linux-built: $(EPOCH_STAMP)
 
-# Kernel UAPI headers for the musl builds (musl-gcc passes -nostdinc).
-$(STAMPS)/linux-headers: $(STAMPS)/linux-patched
+# Kernel UAPI headers for the musl builds (musl-gcc passes -nostdinc). Every
+# musl component depends on them, so they are redone only when the pin or a
+# patch touching a uapi header changes, not for every change of the series.
+LINUX_UAPI_STAMP := $(STAMPS)/linux-uapi-patches
+LINUX_UAPI_PATCHES := $(shell grep -l '^+++ .*include/uapi/' $(LINUX_PATCH_DIR)/*.patch 2>/dev/null)
+$(shell mkdir -p $(STAMPS); { sha256sum $(LINUX_UAPI_PATCHES) /dev/null; } | cmp -s - $(LINUX_UAPI_STAMP) || \
+	sha256sum $(LINUX_UAPI_PATCHES) /dev/null > $(LINUX_UAPI_STAMP))
+$(STAMPS)/linux-headers: $(call pin_stamp,linux) $(LINUX_UAPI_STAMP) | $(STAMPS)/linux-patched
 	@rm -rf $(KHEADERS)
 	@$(MAKE) -s -C $(LINUX_SRC) O=$(BUILD)/linux-hdr ARCH=x86_64 headers_install INSTALL_HDR_PATH=$(KHEADERS) >/dev/null
 	@touch $@
