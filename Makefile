@@ -78,6 +78,7 @@ include mk/lsscsi.mk
 include mk/sg3-utils.mk
 include mk/gddrescue.mk
 include mk/smartmontools.mk
+include mk/gdisk.mk
 include mk/initramfs.mk
 include mk/legal.mk
 include mk/secureboot.mk

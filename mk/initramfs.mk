@@ -7,7 +7,8 @@ INITRAMFS_INPUTS := initramfs/init initramfs/base.list initramfs/gen-list initra
 # Every component's image tree, our tools, and the licence texts.
 INITRAMFS_DEPS := $(foreach p,$(PACKAGES),$(STAMPS)/$(p)-installed) $(STAMPS)/legal-root \
 	$(SRC_ROOT)/sbin/extscan $(SRC_ROOT)/sbin/iobench $(SRC_ROOT)/lib/extrescue/inroot $(SRC_ROOT)/sbin/cmdline \
-	$(SRC_ROOT)/lib/extrescue/authkeys $(SRC_ROOT)/lib/extrescue/report $(GEN_INIT_CPIO)
+	$(SRC_ROOT)/lib/extrescue/authkeys $(SRC_ROOT)/lib/extrescue/report $(SRC_ROOT)/usr/sbin/efibootmgr \
+	$(SRC_ROOT)/usr/sbin/nvme $(GEN_INIT_CPIO)
 
 $(STAMPS)/initramfs-gen: $(INITRAMFS_INPUTS) $(foreach n,$(PACKAGES),$(call pin_stamp,$(n))) $(EPOCH_STAMP) | $(BUILD)
 	@rm -rf $(INITRAMFS_GEN) && mkdir -p $(INITRAMFS_GEN)/etc $(INITRAMFS_GEN)/usr/share/doc/extrescue

@@ -18,9 +18,12 @@ SYSTEMD_BOOT_EFI_LICENSE := LGPL-2.1-or-later
 SHIM_LICENSE := BSD-2-Clause AND OpenSSL AND BSD-3-Clause
 MUSL_LICENSE := MIT
 LIBGCC_LICENSE := GPL-3.0-or-later WITH GCC-exception-3.1
-# The C++ programs (mk/gddrescue.mk) link the host's glibc and libstdc++ statically.
+# The C++ programs (mk/gddrescue.mk, smartmontools, gdisk) link the host's glibc and libstdc++ statically.
 GLIBC_LICENSE := LGPL-2.1-or-later
 LIBSTDCXX_LICENSE := GPL-3.0-or-later WITH GCC-exception-3.1
+# gdisk links the host's static libuuid and popt (mk/gdisk.mk).
+HOST_LIBUUID_LICENSE := BSD-3-Clause
+HOST_POPT_LICENSE := MIT
 GCC_MAJOR := $(shell gcc -dumpversion | cut -d. -f1)
 host_version = $(shell dpkg-query -W -f='$${Version}' $(1) 2>/dev/null)
 
@@ -42,7 +45,9 @@ $(COMPONENTS): $(foreach p,$(PACKAGES) isolinux syslinux-common systemd-boot-efi
 	   $(call component_row,musl,$(call host_version,musl),$(MUSL_LICENSE),host:musl,-) \
 	   $(call component_row,libgcc,$(call host_version,libgcc-$(GCC_MAJOR)-dev),$(LIBGCC_LICENSE),host:libgcc-$(GCC_MAJOR)-dev,-) \
 	   $(call component_row,glibc,$(call host_version,libc6-dev),$(GLIBC_LICENSE),host:libc6-dev,-) \
-	   $(call component_row,libstdc++,$(call host_version,libstdc++-$(GCC_MAJOR)-dev),$(LIBSTDCXX_LICENSE),host:libstdc++-$(GCC_MAJOR)-dev,-) } > $@
+	   $(call component_row,libstdc++,$(call host_version,libstdc++-$(GCC_MAJOR)-dev),$(LIBSTDCXX_LICENSE),host:libstdc++-$(GCC_MAJOR)-dev,-) \
+	   $(call component_row,host-libuuid,$(call host_version,uuid-dev),$(HOST_LIBUUID_LICENSE),host:uuid-dev,-) \
+	   $(call component_row,host-popt,$(call host_version,libpopt-dev),$(HOST_POPT_LICENSE),host:libpopt-dev,-) } > $@
 
 # Every folder whose files go into the initramfs besides initramfs/ itself.
 IMAGE_ROOTS = $(foreach p,$(PACKAGES),$($(PKG_VAR_$(p))_ROOT)) $(SRC_ROOT) $(LEGAL_ROOT)
@@ -59,6 +64,8 @@ $(STAMPS)/legal-root: $(STAMPS)/boot-debs $(STAMPS)/shim-debs $(STAMPS)/linux-pa
 	@scripts/install-licenses libgcc / $(LEGAL_ROOT) /usr/share/doc/gcc-$(GCC_MAJOR)-base/copyright
 	@scripts/install-licenses glibc / $(LEGAL_ROOT) /usr/share/doc/libc6/copyright
 	@scripts/install-licenses libstdc++ / $(LEGAL_ROOT) /usr/share/doc/gcc-$(GCC_MAJOR)-base/copyright
+	@scripts/install-licenses host-libuuid / $(LEGAL_ROOT) /usr/share/doc/uuid-dev/copyright
+	@scripts/install-licenses host-popt / $(LEGAL_ROOT) /usr/share/doc/libpopt-dev/copyright
 	@touch $@
 
 .PHONY: legal-info

@@ -279,8 +279,18 @@ static int own_overlay(const char *name)
 	return !strncmp(v, "/run/extrescue/", 15);
 }
 
+/* A mapping whose table never loaded stays suspended: a read of it would
+ * wait for ever. */
+static int suspended(const char *name)
+{
+	char v[16];
+
+	sysfs_attr(name, "dm/suspended", v, sizeof(v));
+	return v[0] == '1';
+}
+
 /* Block devices worth a look: all of /sys/class/block but empty ones, RAM
- * disks and our own overlays. */
+ * disks, our own overlays and suspended mappings. */
 static int list_devices(char ***out)
 {
 	DIR *d = opendir("/sys/class/block");
@@ -295,7 +305,7 @@ static int list_devices(char ***out)
 
 		if (e->d_name[0] == '.' || !strncmp(e->d_name, "ram", 3) || !strncmp(e->d_name, "zram", 4))
 			continue;
-		if (sysfs_bytes(e->d_name) < 2 * EXTSB_SIZE || own_overlay(e->d_name))
+		if (sysfs_bytes(e->d_name) < 2 * EXTSB_SIZE || own_overlay(e->d_name) || suspended(e->d_name))
 			continue;
 		nv = realloc(v, sizeof(*v) * (size_t) (n + 1));
 		if (!nv)
@@ -328,6 +338,53 @@ static void kernel_name(const char *path, char *out, size_t size)
 		return;
 	target[n] = 0;
 	snprintf(out, size, "%.200s", strrchr(target, '/') ? strrchr(target, '/') + 1 : target);
+}
+
+/* The first md array or dm mapping built on kernel name NAME, as "dm-3 NAME",
+ * into OUT; 0 when none. Our own read-only overlays (xr-ro-*) do not count. */
+static int holder(const char *name, char *out, size_t size)
+{
+	char path[300], v[200];
+	struct dirent *e;
+	DIR *d;
+	int found = 0;
+
+	snprintf(path, sizeof(path), "/sys/class/block/%s/holders", name);
+	if (!(d = opendir(path)))
+		return 0;
+	while (!found && (e = readdir(d))) {
+		char attr[300];
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(attr, sizeof(attr), "holders/%s/dm/name", e->d_name);
+		sysfs_attr(name, attr, v, sizeof(v));
+		if (!strncmp(v, "xr-ro-", 6))
+			continue;
+		snprintf(out, size, "%.40s%s%.120s", e->d_name, v[0] ? " " : "", v);
+		found = 1;
+	}
+	closedir(d);
+	return found;
+}
+
+/* The kernel name of partition NAME's disk: /sys/class/block/NAME links
+ * into its disk's directory. */
+static int parent_disk(const char *name, char *out, size_t size)
+{
+	char link[300], target[300], *slash;
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/sys/class/block/%s", name);
+	n = readlink(link, target, sizeof(target) - 1);
+	if (n <= 0)
+		return 0;
+	target[n] = 0;
+	if (!(slash = strrchr(target, '/')))
+		return 0;
+	*slash = 0;
+	snprintf(out, size, "%.200s", strrchr(target, '/') ? strrchr(target, '/') + 1 : target);
+	return out[0] != 0;
 }
 
 /* What the running system knows beyond the bytes: a disk whose partitions
@@ -365,43 +422,32 @@ static void system_layout(const char *name, struct layout *l)
 	}
 	if (l->kind != LAYOUT_NONE)
 		return;
-	snprintf(path, sizeof(path), "/sys/class/block/%s/holders", name);
-	if (!(d = opendir(path)))
-		return;
-	while ((e = readdir(d))) {
-		char attr[300];
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(attr, sizeof(attr), "holders/%s/dm/name", e->d_name);
-		sysfs_attr(name, attr, v, sizeof(v));
-		if (!strncmp(v, "xr-ro-", 6))
-			continue;
+	if (holder(name, v, sizeof(v))) {
 		l->kind = LAYOUT_HELD;
-		snprintf(l->what, sizeof(l->what), "in use by %.40s%s%.120s", e->d_name, v[0] ? " " : "", v);
-		break;
+		snprintf(l->what, sizeof(l->what), "in use by %.160s", v);
+		return;
 	}
-	closedir(d);
+	/* A partition of a disk something holds (a multipath mapping, whose
+	 * own partitions are mapped on it): the partition is that disk's too. */
+	sysfs_attr(name, "partition", v, sizeof(v));
+	if (v[0] && parent_disk(name, path, sizeof(path)) && holder(path, v, sizeof(v))) {
+		l->kind = LAYOUT_HELD;
+		snprintf(l->what, sizeof(l->what), "on a disk in use by %.150s", v);
+	}
 }
 
 /* The identity of the disk behind kernel name NAME (WWID or serial; for a
  * partition, its disk's and its number), or "" when it has none. */
 static void disk_identity(const char *name, char *out, size_t size)
 {
-	char v[200], part[16], parent[300], target[300];
-	ssize_t n;
+	char v[200], part[16], parent[300];
 
 	out[0] = 0;
 	sysfs_attr(name, "partition", part, sizeof(part));
 	if (part[0]) {
-		/* /sys/class/block/X links into its disk's directory. */
-		snprintf(parent, sizeof(parent), "/sys/class/block/%s", name);
-		n = readlink(parent, target, sizeof(target) - 1);
-		if (n <= 0)
+		if (!parent_disk(name, parent, sizeof(parent)))
 			return;
-		target[n] = 0;
-		*strrchr(target, '/') = 0;
-		disk_identity(strrchr(target, '/') ? strrchr(target, '/') + 1 : target, v, sizeof(v));
+		disk_identity(parent, v, sizeof(v));
 		if (v[0])
 			snprintf(out, size, "%s-part%s", v, part);
 		return;

@@ -1,8 +1,11 @@
 """Tools for a failing disk and its EFI partition, used on QEMU's emulated
 hardware: fsck.fat repairs an ESP (checked on the host afterwards), hdparm
 identifies an AHCI disk, smartctl reads its SMART data and an NVMe
-controller's health log, sg3_utils and lsscsi query a SCSI disk through
-SG_IO, and ddrescue images a disk that fails reads of known sectors."""
+controller's health log (nvme reads it too), sg3_utils and lsscsi query a
+SCSI disk through SG_IO, sgdisk rebuilds a GPT from its backup, ddrescue
+images a disk that fails reads of known sectors, and efibootmgr writes,
+keeps and deletes a firmware boot entry under OVMF."""
+import hashlib
 import re
 import subprocess
 
@@ -11,6 +14,7 @@ from harness import host
 from stacks import LUKS_FORMAT, PASS
 
 SCSI_SERIAL = "XRSCSI0042"
+GPT_SERIAL = "XRGPT0007"
 MTOOLS_ENV = {"MTOOLS_SKIP_CHECK": "1", "PATH": "/usr/bin:/bin"}
 
 
@@ -41,17 +45,55 @@ def esp_with_damage(img):
     return files
 
 
+def gpt_with_damage(img):
+    """A 64 MiB GPT disk with two partitions full of known bytes, then its
+    primary header and table zeroed; returns the partitions' sha256s."""
+    blank(img, "64M")
+    subprocess.run(["sgdisk", "-n1:2048:+20M", "-t1:8300", "-c1:xrone", "-n2:0:0", "-t2:8304", "-c2:xrtwo", img],
+                   check=True, capture_output=True)
+    table = host(["sgdisk", "-p", img]).stdout
+    parts = [(int(a), int(b)) for a, b in re.findall(r"^\s+\d+\s+(\d+)\s+(\d+)", table, re.M)]
+    assert len(parts) == 2, table
+    digests = []
+    with open(img, "r+b") as f:
+        for n, (first, last) in enumerate(parts):
+            f.seek(first * 512)
+            data = bytes((i * 13 + n) % 253 for i in range((last - first + 1) * 512))
+            f.write(data)
+            digests.append(hashlib.sha256(data).hexdigest())
+        f.seek(512)
+        f.write(bytes(33 * 512))           # LBA 1: the header, 2-33: the table
+    r = host(["sgdisk", "-v", img])
+    assert "No problems found" not in r.stdout + r.stderr, "the damage did not take"
+    return parts, digests
+
+
 def test_fat_repair_hdparm_and_scsi_queries(guest, tmp_path):
     esp = str(tmp_path / "esp.img")
     files = esp_with_damage(esp)
     assert host(["fsck.fat", "-n", esp]).returncode != 0, "the damage did not take"
+    gpt = str(tmp_path / "gpt.img")
+    parts, part_digests = gpt_with_damage(gpt)
     ata, scsi, nvme = (str(tmp_path / f"{n}.img") for n in ("ata", "scsi", "nvme"))
     for img in (ata, scsi, nvme):
         subprocess.run(["truncate", "-s", "32M", img], check=True)
     g = guest("disk-tools", ["--direct", "--mem", "512", "--disk", f"{esp},if=virtio-blk,rw",
                              "--disk", f"{ata},if=ahci", "--disk", f"{scsi},if=virtio-scsi,serial={SCSI_SERIAL}",
-                             "--disk", f"{nvme},if=nvme"])
+                             "--disk", f"{nvme},if=nvme", "--disk", f"{gpt},if=virtio-blk,rw,serial={GPT_SERIAL}"])
     g.wait_shell()
+
+    # sgdisk: the primary GPT is rebuilt from the backup; the kernel then
+    # reads the table again and sees both partitions.
+    vd_gpt = g.check(f"grep -l {GPT_SERIAL} /sys/block/vd*/serial").split("/")[3]
+    status, out = g.run(f"sgdisk -v /dev/{vd_gpt}")
+    assert "Main header: ERROR" in out and "Backup header: OK" in out, out
+    out = g.check(f"sgdisk -e /dev/{vd_gpt}")
+    assert "operation has completed successfully" in out, out
+    out = g.check(f"sgdisk -v /dev/{vd_gpt}")
+    assert "No problems found" in out, out
+    g.check(f"blockdev --rereadpt /dev/{vd_gpt}")
+    g.check(f"test -d /sys/block/{vd_gpt}/{vd_gpt}1 && test -d /sys/block/{vd_gpt}/{vd_gpt}2")
+    assert "xrtwo" in g.check(f"sgdisk -i 2 /dev/{vd_gpt}")
 
     # fsck.fat: the first FAT wins, the dirty bit goes.
     status, out = g.run("fsck.fat -a -w /dev/vda", timeout=120)
@@ -75,6 +117,22 @@ def test_fat_repair_hdparm_and_scsi_queries(guest, tmp_path):
     assert status & 0b11 == 0, out
     assert "SMART overall-health self-assessment test result: PASSED" in out, out
     assert re.search(r"SMART/Health Information \(NVMe Log 0x02", out), out
+
+    # nvme: the same drive through NVMe admin commands; its health log says
+    # what smartctl read.
+    serial = g.check("cat /sys/class/nvme/nvme0/serial").strip()
+    listing = g.check("nvme list")
+    assert re.search(rf"^/dev/nvme0n1\s+{serial}\s+QEMU NVMe Ctrl\s+1\s+0\.03 GB 512 B$", listing, re.M), listing
+    ident = g.check("nvme id-ctrl /dev/nvme0")
+    assert re.search(r"^mn\s+: QEMU NVMe Ctrl$", ident, re.M) and re.search(rf"^sn\s+: {serial}$", ident, re.M), ident
+    health = g.check("nvme smart-log /dev/nvme0")
+    assert re.search(r"^critical_warning\s+: 0$", health, re.M), health
+    for ours, theirs in (("temperature", r"Temperature:\s+(\d+) Celsius"), ("power_cycles", r"Power Cycles:\s+(\d+)"),
+                         ("power_on_hours", r"Power On Hours:\s+(\d+)")):
+        mine = re.search(rf"^{ours}\s+: (\d+)", health, re.M)
+        assert mine and mine.group(1) == re.search(theirs, out).group(1), (ours, health, out)
+    assert "Error Log Entries for device:nvme0" in g.check("nvme error-log /dev/nvme0")
+    assert g.run("nvme format /dev/nvme0n1")[0] == 2
 
     # sg3_utils and lsscsi on the virtio-scsi disk.
     listing = g.check("lsscsi")
@@ -108,6 +166,14 @@ def test_fat_repair_hdparm_and_scsi_queries(guest, tmp_path):
         out = str(tmp_path / "copy")
         subprocess.run(["mcopy", "-n", "-i", esp, f"::/{rel}", out], check=True, env=MTOOLS_ENV)
         assert sha256_file(out) == digest, rel
+
+    # The GPT: the host's sgdisk finds nothing wrong, the contents are intact.
+    out = host(["sgdisk", "-v", gpt]).stdout
+    assert "No problems found" in out, out
+    with open(gpt, "rb") as f:
+        for (first, last), digest in zip(parts, part_digests):
+            f.seek(first * 512)
+            assert hashlib.sha256(f.read((last - first + 1) * 512)).hexdigest() == digest
 
 
 BAD_SECTORS = [1000, 1001, 5003, 12345]
@@ -183,5 +249,40 @@ def test_luks_with_serpent_twofish_and_ripemd160_opens(guest, tmp_path):
     # "NAME: START LENGTH crypt CIPHER ...", one line per opened volume.
     ciphers = sorted(g.check("dmsetup table --target crypt | awk '{print $5}'").split())
     assert ciphers == ["aes-xts-plain64", "serpent-xts-plain64", "twofish-xts-plain64"], ciphers
+    assert g.poweroff() == 0
+    g.assert_no_fatal()
+
+
+def test_efibootmgr_creates_and_deletes_a_boot_entry(guest, tmp_path):
+    """Under OVMF, outside any chroot: an entry for a loader on a GPT disk's
+    ESP is created, kept by the firmware over a reboot with the partition's
+    GUID, start and size in its device path, reordered and deleted again."""
+    disk = blank(str(tmp_path / "esp-disk.img"), "64M")
+    subprocess.run(["sgdisk", "-n1:2048:+32M", "-t1:ef00", disk], check=True, capture_output=True)
+    partuuid = re.search(r"Partition unique GUID: (\S+)", host(["sgdisk", "-i", "1", disk]).stdout).group(1)
+    efivars = str(tmp_path / "vars.fd")
+    args = ["--direct", "--firmware", "uefi", "--efivars", efivars, "--append", "console=ttyS0,115200n8",
+            "--disk", f"{disk},if=virtio-blk,rw"]
+    g = guest("efibootmgr", args, boot_timeout=180)
+    g.wait_shell()
+    before = re.search(r"^BootOrder: (\S+)$", g.check("efibootmgr"), re.M).group(1)
+    out = g.check("efibootmgr -c -d /dev/vda -p 1 -L xrentry -l '\\EFI\\xr\\grubx64.efi'")
+    num = re.search(r"created Boot([0-9A-F]{4})", out).group(1)
+    assert re.search(rf"^BootOrder: {num},{before}$", out, re.M), out
+    # The firmware's own order again, the new entry last: the next boot is as this one.
+    g.check(f"efibootmgr -q -o {before},{num}")
+    assert "efivarfs" not in g.check("cat /proc/mounts"), "efivarfs was left mounted"
+    assert g.poweroff() == 0
+
+    g = guest("efibootmgr-again", args, boot_timeout=180)
+    g.wait_shell()
+    out = g.check("efibootmgr -v")
+    entry = f"Boot{num}* xrentry\tHD(1,GPT,{partuuid.lower()},0x800,0x10000)/File(\\EFI\\xr\\grubx64.efi)"
+    assert entry in out.splitlines(), out
+    assert re.search(rf"^BootOrder: {before},{num}$", out, re.M), out
+    out = g.check(f"efibootmgr -b {num} -B")
+    assert re.search(rf"^BootOrder: {before}$", out, re.M) and f"Boot{num}*" not in out, out
+    status, out = g.run(f"efibootmgr -b {num} -B")
+    assert status == 1 and f"efibootmgr: there is no Boot{num}" in out, out
     assert g.poweroff() == 0
     g.assert_no_fatal()
