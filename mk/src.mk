@@ -56,11 +56,11 @@ $(eval $(call host_tool,$(SRC_OBJ)/host/report,$(REPORT_SRC),$(SANITIZE)))
 
 # efibootmgr: the firmware's boot entries through efivarfs (our own; the
 # archive serves neither efibootmgr's nor efivar's sources).
-$(eval $(call static_tool,$(SRC_ROOT)/usr/sbin/efibootmgr,src/efibootmgr.c))
+$(eval $(call static_tool,$(SRC_ROOT)/usr/sbin/efibootmgr,src/efibootmgr.c src/le.h))
 
 # nvme: the read-only nvme-cli commands (list, id-ctrl, smart-log,
 # error-log), our own: the archive serves no libnvme source.
-$(eval $(call static_tool,$(SRC_ROOT)/usr/sbin/nvme,src/nvme.c))
+$(eval $(call static_tool,$(SRC_ROOT)/usr/sbin/nvme,src/nvme.c src/le.h))
 
 # inroot: resolves the target's paths inside its root (used by rescue-mount).
 $(eval $(call static_tool,$(SRC_ROOT)/lib/extrescue/inroot,src/inroot.c))

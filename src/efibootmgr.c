@@ -29,6 +29,8 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "le.h"
+
 #define VARS "/sys/firmware/efi/efivars"
 #define GLOBAL "8be4df61-93ca-11d2-aa0d-00e098032b8c"
 #define EFIVARFS_MAGIC 0xde5e81e4
@@ -154,26 +156,11 @@ static void delete_var(const char *name)
 		die("cannot delete %s: %s", name, strerror(errno));
 }
 
-static uint64_t le(const uint8_t *p, int bytes)
-{
-	uint64_t v = 0;
-
-	for (int i = bytes - 1; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static void put_le(uint8_t *p, uint64_t v, int bytes)
-{
-	for (int i = 0; i < bytes; i++, v >>= 8)
-		p[i] = (uint8_t) v;
-}
-
 /* A GUID as stored (first three fields little-endian) in its usual text. */
 static void guid_text(const uint8_t *g, char *out, size_t size)
 {
 	snprintf(out, size, "%08x-%04x-%04x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-		 (unsigned) le(g, 4), (unsigned) le(g + 4, 2), (unsigned) le(g + 6, 2),
+		 (unsigned) le_get(g, 4), (unsigned) le_get(g + 4, 2), (unsigned) le_get(g + 6, 2),
 		 g[8], g[9], g[10], g[11], g[12], g[13], g[14], g[15]);
 }
 
@@ -184,7 +171,7 @@ static size_t ucs2_text(const uint8_t *p, size_t max_bytes, char *out, size_t si
 	size_t i = 0, o = 0;
 
 	for (; i + 1 < max_bytes; i += 2) {
-		unsigned c = (unsigned) le(p + i, 2);
+		unsigned c = (unsigned) le_get(p + i, 2);
 
 		if (!c) {
 			i += 2;
@@ -204,7 +191,7 @@ static void path_text(const uint8_t *p, size_t len, char *out, size_t size)
 
 	out[0] = 0;
 	while (len >= 4 && o + 1 < size) {
-		unsigned type = p[0], sub = p[1], n = (unsigned) le(p + 2, 2);
+		unsigned type = p[0], sub = p[1], n = (unsigned) le_get(p + 2, 2);
 		char g[40], s[260];
 
 		if (n < 4 || n > len)
@@ -219,10 +206,10 @@ static void path_text(const uint8_t *p, size_t len, char *out, size_t size)
 			if (sigtype == 2)
 				guid_text(p + 24, g, sizeof(g));
 			else
-				snprintf(g, sizeof(g), "%08x", (unsigned) le(p + 24, 4));
-			o += (size_t) snprintf(out + o, size - o, "HD(%u,%s,%s,0x%llx,0x%llx)", (unsigned) le(p + 4, 4),
-					       mbr == 2 ? "GPT" : "MBR", g, (unsigned long long) le(p + 8, 8),
-					       (unsigned long long) le(p + 16, 8));
+				snprintf(g, sizeof(g), "%08x", (unsigned) le_get(p + 24, 4));
+			o += (size_t) snprintf(out + o, size - o, "HD(%u,%s,%s,0x%llx,0x%llx)", (unsigned) le_get(p + 4, 4),
+					       mbr == 2 ? "GPT" : "MBR", g, (unsigned long long) le_get(p + 8, 8),
+					       (unsigned long long) le_get(p + 16, 8));
 		} else if (type == 4 && sub == 4) {
 			ucs2_text(p + 4, n - 4, s, sizeof(s));
 			o += (size_t) snprintf(out + o, size - o, "File(%s)", s);
@@ -244,7 +231,7 @@ static int boot_order(uint16_t *order)
 	if (n < 0)
 		return 0;
 	for (int i = 0; i < n / 2; i++)
-		order[i] = (uint16_t) le(buf + 2 * i, 2);
+		order[i] = (uint16_t) le_get(buf + 2 * i, 2);
 	return n / 2;
 }
 
@@ -256,7 +243,7 @@ static void set_boot_order(const uint16_t *order, int n)
 		die("BootOrder would have %d entries, more than a variable holds", n);
 
 	for (int i = 0; i < n; i++)
-		put_le(buf + 2 * i, order[i], 2);
+		le_put(buf + 2 * i, order[i], 2);
 	write_var("BootOrder", buf, (size_t) n * 2);
 }
 
@@ -269,13 +256,13 @@ static void print_entry(unsigned num)
 	snprintf(name, sizeof(name), "Boot%04X", num);
 	if ((n = read_var(name, buf, sizeof(buf))) < 6)
 		return;
-	size_t plen = (size_t) le(buf + 4, 2);
+	size_t plen = (size_t) le_get(buf + 4, 2);
 	size_t dlen = ucs2_text(buf + 6, (size_t) n - 6, desc, sizeof(desc));
 
 	path[0] = 0;
 	if (6 + dlen + plen <= (size_t) n)
 		path_text(buf + 6 + dlen, plen, path, sizeof(path));
-	printf("%s%s %s", name, (le(buf, 4) & LOAD_OPTION_ACTIVE) ? "*" : " ", desc);
+	printf("%s%s %s", name, (le_get(buf, 4) & LOAD_OPTION_ACTIVE) ? "*" : " ", desc);
 	if (verbose)
 		printf("\t%s", path[0] ? path : "(no device path)");
 	putchar('\n');
@@ -315,11 +302,11 @@ static void list(void)
 	int n;
 
 	if (read_var("BootCurrent", buf, sizeof(buf)) >= 2)
-		printf("BootCurrent: %04X\n", (unsigned) le(buf, 2));
+		printf("BootCurrent: %04X\n", (unsigned) le_get(buf, 2));
 	if (read_var("BootNext", buf, sizeof(buf)) >= 2)
-		printf("BootNext: %04X\n", (unsigned) le(buf, 2));
+		printf("BootNext: %04X\n", (unsigned) le_get(buf, 2));
 	if (read_var("Timeout", buf, sizeof(buf)) >= 2)
-		printf("Timeout: %u seconds\n", (unsigned) le(buf, 2));
+		printf("Timeout: %u seconds\n", (unsigned) le_get(buf, 2));
 	n = boot_order(order);
 	printf("BootOrder: ");
 	for (int i = 0; i < n; i++)
@@ -344,11 +331,11 @@ static void hd_node(const char *disk, unsigned part, uint8_t *node)
 		ssz = 512;
 	memset(node, 0, 42);
 	node[0] = 4, node[1] = 1;
-	put_le(node + 2, 42, 2);
-	put_le(node + 4, part, 4);
+	le_put(node + 2, 42, 2);
+	le_put(node + 4, part, 4);
 	if (pread(fd, sec, (size_t) ssz, ssz) == ssz && !memcmp(sec, "EFI PART", 8)) {
-		uint64_t table = le(sec + 72, 8);
-		uint32_t count = (uint32_t) le(sec + 80, 4), esize = (uint32_t) le(sec + 84, 4);
+		uint64_t table = le_get(sec + 72, 8);
+		uint32_t count = (uint32_t) le_get(sec + 80, 4), esize = (uint32_t) le_get(sec + 84, 4);
 
 		if (part < 1 || part > count || esize < 128 || esize > 4096)
 			die("%s: its GPT has no partition %u", disk, part);
@@ -358,19 +345,19 @@ static void hd_node(const char *disk, unsigned part, uint8_t *node)
 		static const uint8_t unused[16];
 		if (!memcmp(ent, unused, 16))
 			die("%s: GPT entry %u is unused", disk, part);
-		uint64_t first = le(ent + 32, 8), last = le(ent + 40, 8);
+		uint64_t first = le_get(ent + 32, 8), last = le_get(ent + 40, 8);
 		if (last < first)
 			die("%s: GPT entry %u ends before it starts", disk, part);
-		put_le(node + 8, first, 8);
-		put_le(node + 16, last - first + 1, 8);
+		le_put(node + 8, first, 8);
+		le_put(node + 16, last - first + 1, 8);
 		memcpy(node + 24, ent + 16, 16);
 		node[40] = 2, node[41] = 2;	/* GPT, GUID signature */
 	} else if (pread(fd, sec, 512, 0) == 512 && sec[510] == 0x55 && sec[511] == 0xaa) {
 		if (part < 1 || part > 4 || !sec[446 + 16 * (part - 1) + 4])
 			die("%s: its MBR has no primary partition %u", disk, part);
 		const uint8_t *e = sec + 446 + 16 * (part - 1);
-		put_le(node + 8, le(e + 8, 4), 8);
-		put_le(node + 16, le(e + 12, 4), 8);
+		le_put(node + 8, le_get(e + 8, 4), 8);
+		le_put(node + 16, le_get(e + 12, 4), 8);
 		memcpy(node + 24, sec + 440, 4);
 		node[40] = 1, node[41] = 1;	/* MBR, 32-bit signature */
 	} else {
@@ -395,27 +382,27 @@ static void create(const char *disk, unsigned part, const char *label, const cha
 		num++;
 	if (num >= MAX_ENTRIES)
 		die("no free Boot#### number");
-	put_le(opt, inactive ? 0 : LOAD_OPTION_ACTIVE, 4);
+	le_put(opt, inactive ? 0 : LOAD_OPTION_ACTIVE, 4);
 	p = opt + 6;
 	for (size_t i = 0; i <= llen; i++, p += 2)
-		put_le(p, (unsigned char) label[i], 2);
+		le_put(p, (unsigned char) label[i], 2);
 	uint8_t *path = p;
 	hd_node(disk, part, p);
 	p += 42;
 	/* File(): the loader, in backslashes, from the partition's root. */
 	size_t units = flen + (loader[0] != '\\' && loader[0] != '/') + 1;
 	p[0] = 4, p[1] = 4;
-	put_le(p + 2, 4 + 2 * units, 2);
+	le_put(p + 2, 4 + 2 * units, 2);
 	uint8_t *f = p + 4;
 	if (loader[0] != '\\' && loader[0] != '/')
-		put_le(f, '\\', 2), f += 2;
+		le_put(f, '\\', 2), f += 2;
 	for (size_t i = 0; i <= flen; i++, f += 2)
-		put_le(f, loader[i] == '/' ? '\\' : (unsigned char) loader[i], 2);
+		le_put(f, loader[i] == '/' ? '\\' : (unsigned char) loader[i], 2);
 	p = f;
 	p[0] = 0x7f, p[1] = 0xff;
-	put_le(p + 2, 4, 2);
+	le_put(p + 2, 4, 2);
 	p += 4;
-	put_le(opt + 4, (uint64_t) (p - path), 2);
+	le_put(opt + 4, (uint64_t) (p - path), 2);
 	snprintf(name, sizeof(name), "Boot%04X", num);
 	write_var(name, opt, (size_t) (p - opt));
 	/* New entries go first, as efibootmgr does. */
@@ -478,9 +465,9 @@ static void usage(FILE *to)
 	      "                                               create an entry for LOADER on DISK's partition PART\n"
 	      "                                               (defaults /dev/sda, 1, Linux, \\EFI\\BOOT\\BOOTX64.EFI;\n"
 	      "                                               -A: inactive), first in BootOrder\n"
-	      "       efibootmgr -b XXXX -B                   delete Boot#### XXXX and take it out of BootOrder\n"
-	      "       efibootmgr -o XXXX,YYYY,...             set BootOrder\n"
-	      "       efibootmgr -n XXXX | -N                 set or delete BootNext\n"
+	      "       efibootmgr -b NNNN -B                   delete BootNNNN (hex) and take it out of BootOrder\n"
+	      "       efibootmgr -o NNNN,NNNN,...             set BootOrder\n"
+	      "       efibootmgr -n NNNN | -N                 set or delete BootNext\n"
 	      "extrescue's own implementation of these efibootmgr options.\n", to);
 }
 
@@ -527,7 +514,7 @@ int main(int argc, char **argv)
 	if (optind < argc)
 		die("unexpected argument '%s'; see efibootmgr --help", argv[optind]);
 	if (do_delete && bootnum < 0)
-		die("-B needs -b XXXX: the entry to delete");
+		die("-B needs -b NNNN: the entry to delete");
 	if (do_create && do_delete)
 		die("-c and -B do not go together");
 	use_efivarfs(do_create || do_delete || order || next || del_next);
@@ -540,7 +527,7 @@ int main(int argc, char **argv)
 	if (next) {
 		uint8_t v[2];
 
-		put_le(v, hex_entry(next), 2);
+		le_put(v, hex_entry(next), 2);
 		write_var("BootNext", v, 2);
 	}
 	if (del_next)

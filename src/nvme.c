@@ -21,6 +21,8 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "le.h"
+
 #define OP_GET_LOG_PAGE 0x02
 #define OP_IDENTIFY 0x06
 #define LOG_ERROR 0x01
@@ -31,15 +33,6 @@ static void die(const char *what, const char *why)
 {
 	fprintf(stderr, "nvme: %s: %s\n", what, why);
 	exit(1);
-}
-
-static uint64_t le(const uint8_t *p, int bytes)
-{
-	uint64_t v = 0;
-
-	for (int i = bytes - 1; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
 }
 
 /* A fixed-width ASCII field, trailing blanks dropped, non-printables as '?'. */
@@ -110,8 +103,8 @@ static void id_ctrl(const char *dev)
 	admin(fd, dev, OP_IDENTIFY, 0, 1, id, sizeof(id));
 	close(fd);
 	printf("NVME Identify Controller:\n");
-	printf("vid       : %#x\n", (unsigned) le(id, 2));
-	printf("ssvid     : %#x\n", (unsigned) le(id + 2, 2));
+	printf("vid       : %#x\n", (unsigned) le_get(id, 2));
+	printf("ssvid     : %#x\n", (unsigned) le_get(id + 2, 2));
 	printf("sn        : %s\n", field(id + 4, 20));
 	printf("mn        : %s\n", field(id + 24, 40));
 	printf("fr        : %s\n", field(id + 64, 8));
@@ -119,23 +112,23 @@ static void id_ctrl(const char *dev)
 	printf("ieee      : %02x%02x%02x\n", id[75], id[74], id[73]);
 	printf("cmic      : %u\n", id[76]);
 	printf("mdts      : %u\n", id[77]);
-	printf("cntlid    : %#x\n", (unsigned) le(id + 78, 2));
-	printf("ver       : %#x\n", (unsigned) le(id + 80, 4));
-	printf("oacs      : %#x\n", (unsigned) le(id + 256, 2));
+	printf("cntlid    : %#x\n", (unsigned) le_get(id + 78, 2));
+	printf("ver       : %#x\n", (unsigned) le_get(id + 80, 4));
+	printf("oacs      : %#x\n", (unsigned) le_get(id + 256, 2));
 	printf("acl       : %u\n", id[258]);
 	printf("aerl      : %u\n", id[259]);
 	printf("frmw      : %#x\n", id[260]);
 	printf("lpa       : %#x\n", id[261]);
 	printf("elpe      : %u\n", id[262]);
 	printf("npss      : %u\n", id[263]);
-	printf("wctemp    : %u\n", (unsigned) le(id + 266, 2));
-	printf("cctemp    : %u\n", (unsigned) le(id + 268, 2));
-	printf("tnvmcap   : %llu\n", (unsigned long long) le(id + 280, 8));
-	printf("unvmcap   : %llu\n", (unsigned long long) le(id + 296, 8));
+	printf("wctemp    : %u\n", (unsigned) le_get(id + 266, 2));
+	printf("cctemp    : %u\n", (unsigned) le_get(id + 268, 2));
+	printf("tnvmcap   : %llu\n", (unsigned long long) le_get(id + 280, 8));
+	printf("unvmcap   : %llu\n", (unsigned long long) le_get(id + 296, 8));
 	printf("sqes      : %#x\n", id[512]);
 	printf("cqes      : %#x\n", id[513]);
-	printf("nn        : %u\n", (unsigned) le(id + 516, 4));
-	printf("oncs      : %#x\n", (unsigned) le(id + 520, 2));
+	printf("nn        : %u\n", (unsigned) le_get(id + 516, 4));
+	printf("oncs      : %#x\n", (unsigned) le_get(id + 520, 2));
 	printf("vwc       : %#x\n", id[525]);
 	printf("subnqn    : %s\n", field(id + 768, 256));
 }
@@ -143,11 +136,11 @@ static void id_ctrl(const char *dev)
 /* A 128-bit little-endian counter, printed exactly while it fits 64 bits. */
 static void counter(const char *name, const uint8_t *p)
 {
-	if (le(p + 8, 8))
-		printf("%-38s: 0x%016llx%016llx\n", name, (unsigned long long) le(p + 8, 8),
-		       (unsigned long long) le(p, 8));
+	if (le_get(p + 8, 8))
+		printf("%-38s: 0x%016llx%016llx\n", name, (unsigned long long) le_get(p + 8, 8),
+		       (unsigned long long) le_get(p, 8));
 	else
-		printf("%-38s: %llu\n", name, (unsigned long long) le(p, 8));
+		printf("%-38s: %llu\n", name, (unsigned long long) le_get(p, 8));
 }
 
 static void smart_log(const char *dev)
@@ -158,7 +151,7 @@ static void smart_log(const char *dev)
 
 	get_log(fd, dev, LOG_SMART, s, sizeof(s));
 	close(fd);
-	kelvin = (unsigned) le(s + 1, 2);
+	kelvin = (unsigned) le_get(s + 1, 2);
 	printf("Smart Log for NVME device:%s namespace-id:%x\n", base(dev), NSID_ALL);
 	printf("%-38s: %#x\n", "critical_warning", s[0]);
 	printf("%-38s: %u °C (%u K)\n", "temperature", kelvin ? kelvin - 273 : 0, kelvin);
@@ -175,8 +168,8 @@ static void smart_log(const char *dev)
 	counter("unsafe_shutdowns", s + 144);
 	counter("media_errors", s + 160);
 	counter("num_err_log_entries", s + 176);
-	printf("%-38s: %u\n", "Warning Temperature Time", (unsigned) le(s + 192, 4));
-	printf("%-38s: %u\n", "Critical Composite Temperature Time", (unsigned) le(s + 196, 4));
+	printf("%-38s: %u\n", "Warning Temperature Time", (unsigned) le_get(s + 192, 4));
+	printf("%-38s: %u\n", "Critical Composite Temperature Time", (unsigned) le_get(s + 196, 4));
 }
 
 static void error_log(const char *dev, long want)
@@ -197,18 +190,18 @@ static void error_log(const char *dev, long want)
 	for (int i = 0; i < n; i++) {
 		const uint8_t *e = log + 64 * i;
 
-		if (!le(e, 8))
+		if (!le_get(e, 8))
 			continue;	/* an empty slot */
 		shown++;
 		printf(" Entry[%2d]\n", i);
 		printf(".................\n");
-		printf("error_count     : %llu\n", (unsigned long long) le(e, 8));
-		printf("sqid            : %u\n", (unsigned) le(e + 8, 2));
-		printf("cmdid           : %#x\n", (unsigned) le(e + 10, 2));
-		printf("status_field    : %#x\n", (unsigned) le(e + 12, 2) >> 1);
-		printf("parm_err_loc    : %#x\n", (unsigned) le(e + 14, 2));
-		printf("lba             : %#llx\n", (unsigned long long) le(e + 16, 8));
-		printf("nsid            : %#x\n", (unsigned) le(e + 24, 4));
+		printf("error_count     : %llu\n", (unsigned long long) le_get(e, 8));
+		printf("sqid            : %u\n", (unsigned) le_get(e + 8, 2));
+		printf("cmdid           : %#x\n", (unsigned) le_get(e + 10, 2));
+		printf("status_field    : %#x\n", (unsigned) le_get(e + 12, 2) >> 1);
+		printf("parm_err_loc    : %#x\n", (unsigned) le_get(e + 14, 2));
+		printf("lba             : %#llx\n", (unsigned long long) le_get(e + 16, 8));
+		printf("nsid            : %#x\n", (unsigned) le_get(e + 24, 4));
 		printf("vs              : %u\n", e[28]);
 		printf(".................\n");
 	}
