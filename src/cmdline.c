@@ -38,6 +38,7 @@ static const struct param {
 	{"fsck", WORD, "report|check|repair", 0, 0, 0},
 	{"devices", NAMES, NULL, 0, 0, 0},
 	{"undo", DEVICE, NULL, 0, 0, 0},
+	{"scratch", DEVICE, NULL, 0, 0, 0},
 	{"after", WORD, "shell|poweroff|reboot", 0, 0, 0},
 	{"settle", NUMBER, NULL, 0, 3600, 0},
 	{"assemble", WORD, "ro|rw", 0, 0, 0},
