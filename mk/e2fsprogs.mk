@@ -3,7 +3,7 @@
 # that go into the image (stripped in place before it runs).
 
 E2FSPROGS_OBJ := $(BUILD)/e2fsprogs
-E2FSPROGS_DEPENDENCIES := $(STAMPS)/linux-headers $(STAMPS)/mimalloc-installed $(FAST_STRING_A) configs/mke2fs.conf
+E2FSPROGS_DEPENDENCIES := $(STAMPS)/linux-headers $(FAST_STRING_A) configs/mke2fs.conf
 # lib/uuid is BSD-3-Clause, lib/et and lib/ss MIT, the libraries LGPL-2.0; NOTICE says which.
 E2FSPROGS_LICENSE := GPL-2.0-only AND LGPL-2.0-only AND BSD-3-Clause AND MIT
 E2FSPROGS_LICENSE_FILES := NOTICE
@@ -18,10 +18,6 @@ E2FSPROGS_LINKS := fsck.ext2:e2fsck fsck.ext3:e2fsck fsck.ext4:e2fsck \
 # -ffunction-sections + --gc-sections drop unused library code from each
 # static binary (the libraries are linked into every one of them).
 # LIBS puts our word-at-a-time memcmp/strncmp ahead of musl's byte loops.
-# e2fsck alone is linked again with mimalloc (mk/mimalloc.mk) ahead of musl's
-# malloc: the others gain nothing that matters, and mimalloc's aligned small
-# blocks send mke2fs -D's 512-byte writes past unix_io's bounce buffer onto a
-# 4096-byte-sector device, which refuses them (e2fsprogs' u_direct_io test).
 define E2FSPROGS_CONFIGURE_CMDS
 	@rm -rf $(E2FSPROGS_OBJ) && mkdir -p $(E2FSPROGS_OBJ)
 	@cd $(E2FSPROGS_OBJ) && CC="$(MUSL_CC)" CFLAGS="-O2 -ffunction-sections -fdata-sections $(PREFIX_MAP)" \
@@ -33,9 +29,6 @@ define E2FSPROGS_CONFIGURE_CMDS
 endef
 define E2FSPROGS_BUILD_CMDS
 	@scripts/logged e2fsprogs build $(E2FSPROGS_OBJ)/build.log $(MAKE) -C $(E2FSPROGS_OBJ) -j$(JOBS)
-	@rm -f $(E2FSPROGS_OBJ)/e2fsck/e2fsck
-	@scripts/logged e2fsprogs build $(E2FSPROGS_OBJ)/build-e2fsck.log $(MAKE) -C $(E2FSPROGS_OBJ)/e2fsck e2fsck \
-	  SYSLIBS="$(MIMALLOC_A) $(FAST_STRING_A) -lpthread"
 	@cd $(E2FSPROGS_OBJ) && strip --strip-all $(E2FSPROGS_PROGS)
 endef
 define E2FSPROGS_INSTALL_CMDS
