@@ -66,6 +66,7 @@ include mk/linux.mk
 include mk/busybox.mk
 include mk/src.mk
 include mk/storage-libs.mk
+include mk/mimalloc.mk
 include mk/e2fsprogs.mk
 include mk/util-linux.mk
 include mk/mdadm.mk

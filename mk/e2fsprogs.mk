@@ -3,7 +3,7 @@
 # that go into the image (stripped in place before it runs).
 
 E2FSPROGS_OBJ := $(BUILD)/e2fsprogs
-E2FSPROGS_DEPENDENCIES := $(STAMPS)/linux-headers $(FAST_STRING_A) configs/mke2fs.conf
+E2FSPROGS_DEPENDENCIES := $(STAMPS)/linux-headers $(STAMPS)/mimalloc-installed $(FAST_STRING_A) configs/mke2fs.conf
 # lib/uuid is BSD-3-Clause, lib/et and lib/ss MIT, the libraries LGPL-2.0; NOTICE says which.
 E2FSPROGS_LICENSE := GPL-2.0-only AND LGPL-2.0-only AND BSD-3-Clause AND MIT
 E2FSPROGS_LICENSE_FILES := NOTICE
@@ -17,11 +17,12 @@ E2FSPROGS_LINKS := fsck.ext2:e2fsck fsck.ext3:e2fsck fsck.ext4:e2fsck \
 	e2mmpstatus:dumpe2fs
 # -ffunction-sections + --gc-sections drop unused library code from each
 # static binary (the libraries are linked into every one of them).
-# LIBS puts our word-at-a-time memcmp/strncmp ahead of musl's byte loops.
+# LIBS puts mimalloc (mk/mimalloc.mk) and our word-at-a-time memcmp/strncmp
+# ahead of musl's malloc and byte loops.
 define E2FSPROGS_CONFIGURE_CMDS
 	@rm -rf $(E2FSPROGS_OBJ) && mkdir -p $(E2FSPROGS_OBJ)
 	@cd $(E2FSPROGS_OBJ) && CC="$(MUSL_CC)" CFLAGS="-O2 -ffunction-sections -fdata-sections $(PREFIX_MAP)" \
-	 LDFLAGS="-static -Wl,--gc-sections" LIBS="$(FAST_STRING_A)" PKG_CONFIG=/bin/false \
+	 LDFLAGS="-static -Wl,--gc-sections" LIBS="$(MIMALLOC_A) $(FAST_STRING_A)" PKG_CONFIG=/bin/false \
 	 $(TOP)/scripts/logged e2fsprogs configure $(E2FSPROGS_OBJ)/configure.log \
 	 $(E2FSPROGS_SRC)/configure --disable-nls --disable-fuse2fs --disable-uuidd \
 	 --enable-libuuid --enable-libblkid --without-libarchive --enable-fsck \
