@@ -194,3 +194,10 @@ def power_cut(guest, name, img, command):
 def host(cmd, **kw):
     """Runs a host command; returns CompletedProcess with text output."""
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def make_and_run(target):
+    """Builds TARGET (a path under OUT) with the project's make and runs it."""
+    r = host(["make", "--no-print-directory", "-C", TOP, target])
+    assert r.returncode == 0, r.stderr
+    return host([target])
