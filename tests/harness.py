@@ -115,8 +115,14 @@ class Guest(Shell):
             self.child.terminate(force=True)
 
     def serial_log(self):
-        with open(self.log_path, errors="replace") as f:
-            return f.read()
+        """The serial log so far: empty until qemu/run has opened it, which
+        on a loaded machine can take more than a second (Secure Boot first
+        prepares the firmware's variable store)."""
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
 
     def assert_no_fatal(self):
         log = self.serial_log()
