@@ -1,7 +1,8 @@
-"""e2fsck's scratch files: a volume whose check would not fit in the guest's
-free RAM (by rescue-fsck's estimate from its superblock and group
-descriptors) is checked with e2fsck's tables in files on the disk named by
-rescue.scratch=, and left as it was."""
+"""e2fsck's scratch files: a volume whose check does not fit in the guest's
+free RAM (rescue-fsck's estimate from its superblock and group descriptors)
+is checked with e2fsck's link-count and directory tables in files on the
+disk the user named, and left as it was. Without such a disk the same check
+runs out of memory, and rescue-fsck says so."""
 import re
 import subprocess
 
@@ -9,43 +10,83 @@ from disks import make_fs, sha256_file
 from harness import boot_with_disks, host, run_to_poweroff
 
 MEM = 160  # MiB of guest RAM: about 100 MiB free once the image is up
+PINNED = 24  # MiB left free by pin_free_memory
 
 
-def many_inodes(tmp_path):
-    """A sparse 64 GiB ext4 with 128M inodes, nearly empty: e2fsck's maps of
-    it (a bit per inode in each, by the estimate) would not fit in MEM."""
-    img = str(tmp_path / "many.img")
-    host(["truncate", "-s", "64G", img])
-    r = host(["mke2fs", "-q", "-F", "-t", "ext4", "-N", "128000000", "-L", "many", img])
+def empty_volume(tmp_path, name, size, inodes):
+    """A sparse, nearly empty ext4 with INODES inodes. e2fsck makes its two
+    link-count tables up front, 8 bytes for one inode in 50 each: 41 MB for
+    128M inodes, 128 MB for 400M, whatever the volume holds."""
+    img = str(tmp_path / f"{name}.img")
+    host(["truncate", "-s", size, img])
+    r = host(["mke2fs", "-q", "-F", "-t", "ext4", "-N", str(inodes), "-L", name, img])
     assert r.returncode == 0, r.stderr
     return img
 
 
-def test_low_memory_check_without_scratch_warns(guest, tmp_path):
-    img = many_inodes(tmp_path)
-    g = boot_with_disks(guest, "scratch-none", [img], mem=MEM)
-    out = g.run("rescue-fsck check /dev/vda", timeout=300)[1]
-    assert re.search(r"/dev/vda: e2fsck may need about \d+ MiB and \d+ MiB are free; it may run out of memory "
-                     r"\(name a disk for scratch files: --scratch-dir DIR, rescue.scratch=DEVICE\)", out), out
-    assert re.search(r"/dev/vda +0 +clean", out), out
+def pin_free_memory(g, mib):
+    """Takes RAM from the guest until about MIB MiB are free: a file in a
+    tmpfs of its own, which without swap the kernel can neither reclaim nor
+    move out of the way."""
+    avail = int(g.check("awk '/^MemAvailable:/ {print $2}' /proc/meminfo").split()[-1]) // 1024
+    take = avail - mib
+    assert take > 16, f"only {avail} MiB free after boot"
+    g.check(f"mkdir -p /run/ballast && mount -t tmpfs -o size={take + 4}m ballast /run/ballast && "
+            f"dd if=/dev/zero of=/run/ballast/fill bs=1M count={take} 2>/dev/null")
+    left = int(g.check("awk '/^MemAvailable:/ {print $2}' /proc/meminfo").split()[-1]) // 1024
+    assert abs(left - mib) <= 8, f"{left} MiB free after pinning, wanted {mib}"
 
 
-def test_low_memory_check_uses_scratch_disk(guest, tmp_path):
-    img = many_inodes(tmp_path)
-    scratch = str(tmp_path / "scratch.img")
-    make_fs(scratch, "64M", label="xrscratch")
-    log = run_to_poweroff(guest, "scratch-disk", [img, scratch],
-                          "rescue.fsck=check rescue.devices=vda rescue.scratch=LABEL=xrscratch",
-                          mem=MEM, timeout=600)
-    assert re.search(r"/dev/vda: e2fsck may need about \d+ MiB and \d+ MiB are free: about \d+ MiB of its "
-                     r"tables go to scratch files in /run/scratch-disk/extrescue-scratch", log), log[-2000:]
-    assert re.search(r"/dev/vda +0 +clean", log), log[-2000:]
-    # e2fsck removed its scratch files; the scratch disk was unmounted cleanly.
+def assert_scratch_disk_clean(scratch):
+    """e2fsck removed its scratch files; the scratch disk was unmounted cleanly."""
     listing = host(["debugfs", "-R", "ls -l /extrescue-scratch", scratch]).stdout
     names = [line.split()[-1] for line in listing.splitlines() if line.strip()]
     assert sorted(names) == [".", ".."], listing
     assert subprocess.run(["e2fsck", "-fn", scratch], capture_output=True).returncode == 0
-    # The checked volume: clean, and its metadata as the host left it.
+
+
+def test_check_out_of_memory_without_scratch_passes_with_it(guest, tmp_path):
+    """In the same guest, with the same RAM free: the check is killed for
+    want of memory without scratch files, and passes with them."""
+    img = empty_volume(tmp_path, "many", "64G", 128_000_000)
+    scratch = str(tmp_path / "scratch.img")
+    make_fs(scratch, "64M", label="xrscratch")
+    g = boot_with_disks(guest, "scratch-pinned", [img, scratch], mem=MEM)
+    pin_free_memory(g, PINNED)
+
+    status, out = g.run("rescue-fsck check /dev/vda", timeout=600)
+    assert re.search(r"/dev/vda: e2fsck may need about \d+ MiB and \d+ MiB are free; it may run out of memory "
+                     r"\(name a disk for scratch files: --scratch-dir DIR, rescue.scratch=DEVICE\)", out), out
+    assert "rescue-fsck: /dev/vda: e2fsck was killed (out of memory)" in out, out
+    assert re.search(r"/dev/vda +8 +operational error \(e2fsck killed: out of memory; name a disk for scratch "
+                     r"files", out), out
+    assert status == 8, out
+
+    g.check("mkdir -p /mnt/s && mount /dev/vdb /mnt/s")
+    status, out = g.run("rescue-fsck check --scratch-dir /mnt/s /dev/vda", timeout=600)
+    assert re.search(r"/dev/vda: e2fsck may need about \d+ MiB and \d+ MiB are free: about \d+ MiB of its "
+                     r"tables go to scratch files in /mnt/s/extrescue-scratch", out), out
+    assert "killed" not in out and re.search(r"/dev/vda +0 +clean", out), out
+    assert status == 0, out
+    g.check("umount /mnt/s")
+    assert_scratch_disk_clean(scratch)
+    r = host(["e2fsck", "-fn", img])
+    assert r.returncode == 0, r.stdout
+
+
+def test_unattended_check_uses_scratch_disk(guest, tmp_path):
+    """rescue.scratch= at boot: 400M inodes need about 130 MB where about 100
+    are free, so the tables go to the named disk."""
+    img = empty_volume(tmp_path, "big", "200G", 400_000_000)
+    scratch = str(tmp_path / "scratch.img")
+    make_fs(scratch, "64M", label="xrscratch")
+    log = run_to_poweroff(guest, "scratch-disk", [img, scratch],
+                          "rescue.fsck=check rescue.devices=vda rescue.scratch=LABEL=xrscratch",
+                          mem=MEM, timeout=900)
+    assert re.search(r"/dev/vda: e2fsck may need about \d+ MiB and \d+ MiB are free: about \d+ MiB of its "
+                     r"tables go to scratch files in /run/scratch-disk/extrescue-scratch", log), log[-2000:]
+    assert "killed" not in log and re.search(r"/dev/vda +0 +clean", log), log[-2000:]
+    assert_scratch_disk_clean(scratch)
     r = host(["e2fsck", "-fn", img])
     assert r.returncode == 0, r.stdout
 
