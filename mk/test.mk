@@ -5,7 +5,7 @@ PYTEST := /usr/bin/python3 -m pytest
 EXTRESCUE_TIMEOUT_SCALE ?= 1
 export EXTRESCUE_TIMEOUT_SCALE
 
-.PHONY: test test-build test-boot test-server run bench bench-fsck bench-kernel bench-io bench-assemble bench-crash bench-consoles bench-net bench-netboot repro-check check-fresh
+.PHONY: test test-build test-boot test-server run bench bench-fsck bench-scratch bench-kernel bench-io bench-assemble bench-crash bench-consoles bench-net bench-netboot repro-check check-fresh
 test: all $(STAMPS)/virt-firmware ## run the whole test suite (boots, controllers, e2fsprogs suite, build checks)
 	@$(PYTEST) -q -p no:cacheprovider tests/
 
@@ -26,6 +26,9 @@ bench: $(ISO) $(STAMPS)/virt-firmware ## image sizes; seconds to a shell: BIOS, 
 
 bench-fsck: $(STAMPS)/e2fsprogs-installed ## the image's e2fsck/debugfs against the host's: medians, ratios, sizes
 	@tests/bench-fsck $(E2FSPROGS_OBJ)
+
+bench-scratch: $(STAMPS)/e2fsprogs-installed ## the image's e2fsck with its tables in RAM and in scratch files: medians, slowdown, peak memory
+	@tests/bench-scratch $(E2FSPROGS_OBJ)
 
 bench-kernel: $(ISO) ## bzImage size, option count, build time, seconds to each controller's disk
 	@tests/bench-kernel
