@@ -5,9 +5,18 @@ PYTEST := /usr/bin/python3 -m pytest
 EXTRESCUE_TIMEOUT_SCALE ?= 1
 export EXTRESCUE_TIMEOUT_SCALE
 
-.PHONY: test test-build test-boot test-server run bench bench-fsck bench-scratch bench-kernel bench-io bench-assemble bench-crash bench-consoles bench-net bench-netboot repro-check check-fresh
-test: all $(STAMPS)/virt-firmware ## run the whole test suite (boots, controllers, e2fsprogs suite, build checks)
-	@$(PYTEST) -q -p no:cacheprovider tests/
+.PHONY: test test-times test-build test-boot test-server run bench bench-fsck bench-scratch bench-kernel bench-io bench-assemble bench-crash bench-consoles bench-net bench-netboot repro-check check-fresh
+# Guests run TEST_JOBS at a time (pytest-xdist); each is one TCG thread, so
+# one a core. The tests that rebuild the image run first, alone.
+TEST_JOBS ?= $(shell n=$$(nproc); [ $$n -gt 8 ] && n=8; echo $$n)
+test: all $(STAMPS)/virt-firmware ## run the whole test suite (boots, controllers, e2fsprogs suite, build checks), then its time table
+	@$(PYTEST) -q -p no:cacheprovider -m serial tests/; a=$$?; \
+	 EXTRESCUE_TIMES_APPEND=1 $(PYTEST) -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadgroup -m 'not serial' tests/; b=$$?; \
+	 tests/timetable.py; \
+	 [ $$a = 0 ] && [ $$b = 0 ]
+
+test-times: ## the last make test's time table: the ten slowest tests, seconds per module
+	@tests/timetable.py
 
 test-build: | $(STAMPS)/host-deps ## only the build-system checks (no boot)
 	@$(PYTEST) -q -p no:cacheprovider tests/test_build.py

@@ -1,4 +1,5 @@
 #include "extsb.h"
+#include "le.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -55,13 +56,12 @@ const struct extsb_support extsb_e2fsck = {
 
 static uint16_t le16(const uint8_t *p)
 {
-	return p[0] | p[1] << 8;
+	return (uint16_t) le_get(p, 2);
 }
 
 static uint32_t le32(const uint8_t *p)
 {
-	return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 |
-	       (uint32_t) p[3] << 24;
+	return (uint32_t) le_get(p, 4);
 }
 
 /* Copies a fixed-size on-disk string, keeping printable ASCII only. */
@@ -108,6 +108,9 @@ int extsb_parse(const uint8_t *buf, size_t len, struct extsb *sb, const char **w
 	sb->mtime = le32(buf + 0x2c) | (int64_t) buf[0x275] << 32;
 	sb->lastcheck = le32(buf + 0x40) | (int64_t) buf[0x277] << 32;
 	memcpy(sb->uuid, buf + 0x68, 16);
+	/* A journal on another device: no journal inode, that device's UUID. */
+	if ((sb->compat & 0x0004) && le32(buf + 0xe0) == 0)
+		memcpy(sb->journal_uuid, buf + 0xd0, 16);
 	text(sb->label, buf + 0x78, 16);
 	text(sb->last_mounted, buf + 0x88, 64);
 	return 0;

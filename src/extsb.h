@@ -19,6 +19,7 @@ struct extsb {
 	uint64_t blocks_count, free_blocks;
 	int64_t mtime, lastcheck;	/* seconds since the epoch, 0 = never */
 	uint8_t uuid[16];
+	uint8_t journal_uuid[16];	/* of its external journal; all zero when none */
 	char label[17];		/* NUL-terminated, printable only */
 	char last_mounted[65];	/* NUL-terminated, printable only */
 };

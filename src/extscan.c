@@ -36,7 +36,7 @@ static const struct { unsigned long long block; unsigned int log_block_size; } c
 #define NCOPIES 4
 #define COPY_OFFSET(c) (copies[c].block << (10 + copies[c].log_block_size))
 
-static int verbose, wide, json, list_only, member_only;
+static int verbose, wide, json, list_only, member_only, journal_only;
 static struct extsb_support kernel;
 
 struct result {
@@ -50,6 +50,10 @@ struct result {
 	char error[96];		/* why it could not be read */
 	struct layout member;	/* what the device belongs to: assemble that first */
 	struct extsb sb;
+	char mounted_rw[200];	/* where it is mounted read-write (an undo or scratch disk) */
+	char twin[512];		/* another device with the same filesystem UUID (a clone) */
+	char journal[512];	/* its external journal's device, or the volume whose journal it is */
+	int journal_missing;	/* it has an external journal that no device holds */
 };
 
 /* Everything one device is read for: its size, the superblock copies, its
@@ -114,6 +118,14 @@ static void read_raw(int fd, struct raw *w)
 	}
 }
 
+static int blank(const uint8_t *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (p[i])
+			return 0;
+	return 1;
+}
+
 /* Judges what RAW holds: the ext superblock (or a backup, where one may
  * stand in) and what the device belongs to. */
 static void judge(const struct raw *w, struct result *r)
@@ -138,18 +150,34 @@ static void judge(const struct raw *w, struct result *r)
 		return;
 	}
 	/* A damaged primary: a valid backup still identifies the volume, but
-	 * only where nothing else claims the device (a partition table written
-	 * over an old filesystem leaves its backups behind). */
+	 * only where nothing else claims the device (a partition table, or
+	 * XFS, btrfs or swap made over an old ext4, leave its backups behind)
+	 * and the primary's place holds the ext magic or nothing at all. */
 	for (int c = 1; c < NCOPIES && w->sb_got == NCOPIES * EXTSB_SIZE && r->member.kind == LAYOUT_NONE; c++) {
-		const char *bwhy;
+		const char *bwhy, *other;
 
 		/* A copy counts only if its block size puts it where it was found. */
-		if (extsb_parse(w->sb + c * EXTSB_SIZE, EXTSB_SIZE, &r->sb, &bwhy) == 0 &&
-		    r->sb.log_block_size == copies[c].log_block_size) {
-			r->ok = 1;
-			r->backup = copies[c].block;
+		if (extsb_parse(w->sb + c * EXTSB_SIZE, EXTSB_SIZE, &r->sb, &bwhy) != 0 ||
+		    r->sb.log_block_size != copies[c].log_block_size)
+			continue;
+		other = layout_foreign(&in);
+		if (other || !(r->primary_magic || blank(w->sb, EXTSB_SIZE))) {
+			r->member.kind = LAYOUT_FOREIGN;
+			if (other)
+				snprintf(r->member.what, sizeof(r->member.what),
+					 "another filesystem (%s) over old ext traces (a backup superblock at block %llu)",
+					 other, copies[c].block);
+			else
+				snprintf(r->member.what, sizeof(r->member.what),
+					 "unknown data over old ext traces (a backup superblock at block %llu; "
+					 "if it is still ext: e2fsck -b %llu -B %u)", copies[c].block, copies[c].block,
+					 1024U << copies[c].log_block_size);
+			memset(&r->sb, 0, sizeof(r->sb));
 			return;
 		}
+		r->ok = 1;
+		r->backup = copies[c].block;
+		return;
 	}
 	if (!r->primary_magic)
 		r->not_ext = 1;
@@ -533,6 +561,33 @@ static void damaged_state(const struct result *r, char *out, size_t size)
 		snprintf(out, size, "%s", st);
 }
 
+/* A volume whose UUID another one has too. */
+static const char *twin_text(const struct result *r)
+{
+	static char text[700];
+
+	snprintf(text, sizeof(text), "same UUID as %s (a copy?): name it by /dev/disk/by-path/... or kernel name, "
+		 "not by UUID", r->twin);
+	return text;
+}
+
+/* Where a volume's external journal is, or whose journal a device is. */
+static const char *journal_text(const struct result *r)
+{
+	static char text[700];
+	char uuid[40];
+
+	if (!strcmp(extsb_kind(&r->sb), "journal"))
+		snprintf(text, sizeof(text), "the external journal of %s (protected and replayed with it)", r->journal);
+	else if (r->journal[0])
+		snprintf(text, sizeof(text), "external journal: %s", r->journal);
+	else {
+		uuid_text(r->sb.journal_uuid, uuid);
+		snprintf(text, sizeof(text), "external journal %s: on no device here (mount only with noload)", uuid);
+	}
+	return text;
+}
+
 static const char *access_word(enum extsb_access a)
 {
 	return a == EXTSB_RW ? "rw" : a == EXTSB_RO ? "ro" : "no";
@@ -602,6 +657,12 @@ static void print_json(struct result *r, int n)
 		a = extsb_access(&r[i].sb, &extsb_e2fsck, blk, sizeof(blk));
 		printf(", \"e2fsck\": \"%s\", \"e2fsck_blocker\": ", a == EXTSB_NONE ? "no" : "yes");
 		jstr(blk);
+		printf(", \"same_uuid_as\": ");
+		jstr(r[i].twin);
+		printf(", \"mounted_rw\": ");
+		jstr(r[i].mounted_rw);
+		printf(", \"journal_device\": ");
+		jstr(r[i].journal);
 		printf(", \"last_mounted_on\": ");
 		jstr(r[i].sb.last_mounted);
 		printf(", \"last_mount_time\": %lld, \"mount_count\": %u, \"max_mount_count\": %d"
@@ -666,6 +727,10 @@ static void print_wide(struct result *r, int n)
 			printf("%-*s   mount: %s: %s\n", w, "", ka == EXTSB_RO ? "read-only only" : "cannot mount", kb);
 		if (fa == EXTSB_NONE)
 			printf("%-*s   e2fsck: cannot check: %s\n", w, "", fb);
+		if (r[i].twin[0])
+			printf("%-*s   %s\n", w, "", twin_text(&r[i]));
+		if (r[i].journal[0] || r[i].journal_missing)
+			printf("%-*s   %s\n", w, "", journal_text(&r[i]));
 		if (verbose) {
 			char feats[1024];
 
@@ -763,6 +828,10 @@ static void print_narrow(struct result *r, int n, int width)
 			detail(width, "mount: %s: %s", ka == EXTSB_RO ? "read-only only" : "cannot mount", kb);
 		if (fa == EXTSB_NONE)
 			detail(width, "e2fsck: cannot check: %s", fb);
+		if (r[i].twin[0])
+			detail(width, "%s", twin_text(&r[i]));
+		if (r[i].journal[0] || r[i].journal_missing)
+			detail(width, "%s", journal_text(&r[i]));
 		if (verbose) {
 			char feats[1024];
 
@@ -794,18 +863,108 @@ static void print_table(struct result *r, int n)
 		print_narrow(r, n, width);
 }
 
+/* A partition belongs to whatever its whole disk belongs to: the legs of a
+ * partitioned whole-disk RAID1 (md 0.90 or 1.0, IMSM, DDF) each show the
+ * array's partition table, and their partitions its filesystems. DISK is
+ * the partition's disk; its result is R[j] when it was scanned, else it is
+ * read now. */
+static void inherit_disk_verdict(struct result *part, const char *name, struct result *r, int n,
+				 char (*names)[256])
+{
+	char number[16], disk[256], path[300];
+	struct result *d = NULL, own;
+
+	sysfs_attr(name, "partition", number, sizeof(number));
+	if (!number[0] || !parent_disk(name, disk, sizeof(disk)))
+		return;
+	for (int j = 0; j < n && !d; j++)
+		if (!strcmp(names[j], disk))
+			d = &r[j];
+	if (!d) {
+		snprintf(path, sizeof(path), "/dev/%.200s", disk);
+		scan(path, &own);
+		system_layout(disk, &own.member);
+		d = &own;
+	}
+	if (d->member.kind == LAYOUT_NONE || d->member.kind == LAYOUT_PTABLE || d->member.kind == LAYOUT_FOREIGN)
+		return;
+	part->member.kind = d->member.kind;
+	snprintf(part->member.what, sizeof(part->member.what), "partition %.8s of %.32s: %.140s", number, disk,
+		 d->member.what);
+}
+
+/* Mount points of devices mounted read-write (the undo and scratch disks an
+ * unattended run mounts): checking a mounted filesystem reports errors that
+ * are not there. /proc/mounts escapes space, tab, newline and backslash. */
+static void mounted_rw(struct result *r, int n)
+{
+	FILE *f = fopen("/proc/mounts", "r");
+	char line[4096];
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char dev[1024], where[1024], type[64], opts[1024], *o, *w;
+		struct stat a, b;
+
+		if (sscanf(line, "%1023s %1023s %63s %1023s", dev, where, type, opts) != 4 ||
+		    strncmp(opts, "rw", 2) || (opts[2] && opts[2] != ',') || stat(dev, &a) != 0 || !S_ISBLK(a.st_mode))
+			continue;
+		for (o = w = where; *o; w++) {
+			if (o[0] == '\\' && o[1] >= '0' && o[1] <= '3' && o[2] >= '0' && o[2] <= '7' && o[3] >= '0' && o[3] <= '7') {
+				*w = (char) ((o[1] - '0') << 6 | (o[2] - '0') << 3 | (o[3] - '0'));
+				o += 4;
+			} else {
+				*w = *o++;
+			}
+		}
+		*w = 0;
+		for (int k = 0; k < n; k++)
+			if (!r[k].mounted_rw[0] && stat(r[k].dev, &b) == 0 && S_ISBLK(b.st_mode) && a.st_rdev == b.st_rdev)
+				for (size_t i = 0; i < sizeof(r[k].mounted_rw) - 1 && where[i]; i++)
+					r[k].mounted_rw[i] = (where[i] >= 0x20 && where[i] < 0x7f) ? where[i] : '?';
+	}
+	fclose(f);
+}
+
+static const uint8_t no_uuid[16];
+
+/* A volume and its external journal are one filesystem: a replay writes to
+ * both, so whatever protects the one must protect the other. */
+static void link_journals(struct result *r, int n)
+{
+	for (int k = 0; k < n; k++) {
+		if (!r[k].ok || !memcmp(r[k].sb.journal_uuid, no_uuid, 16))
+			continue;
+		r[k].journal_missing = 1;
+		for (int j = 0; j < n; j++)
+			if (r[j].ok && r[j].member.kind == LAYOUT_NONE && !strcmp(extsb_kind(&r[j].sb), "journal") &&
+			    !memcmp(r[j].sb.uuid, r[k].sb.journal_uuid, 16)) {
+				snprintf(r[k].journal, sizeof(r[k].journal), "%s", r[j].dev);
+				snprintf(r[j].journal, sizeof(r[j].journal), "%s", r[k].dev);
+				r[k].journal_missing = 0;
+				break;
+			}
+	}
+}
+
 /* What sysfs adds to the bytes: partitions and holders, and second paths to
  * one disk (same WWID or serial, same size, same contents). */
 static void system_context(struct result *r, int n)
 {
 	char (*id)[200] = calloc((size_t) (n ? n : 1), sizeof(*id));
+	char (*names)[256] = calloc((size_t) (n ? n : 1), sizeof(*names));
 
-	if (!id)
+	if (!id || !names) {
+		free(id);
+		free(names);
 		return;
+	}
+	for (int k = 0; k < n; k++)
+		kernel_name(r[k].dev, names[k], sizeof(names[k]));
 	for (int k = 0; k < n; k++) {
-		char name[256];
+		const char *name = names[k];
 
-		kernel_name(r[k].dev, name, sizeof(name));
 		if (!name[0])
 			continue;
 		system_layout(name, &r[k].member);
@@ -821,7 +980,59 @@ static void system_context(struct result *r, int n)
 			break;
 		}
 	}
+	/* After every disk has its own verdict: partitions take their disk's. */
+	for (int k = 0; k < n; k++)
+		if (names[k][0] && r[k].member.kind == LAYOUT_NONE)
+			inherit_disk_verdict(&r[k], names[k], r, n, names);
+	/* Two volumes with one UUID: a failing disk and its copy. Each is
+	 * still itself, but a name by UUID cannot tell them apart. */
+	for (int k = 0; k < n; k++)
+		for (int j = 0; j < n && r[k].ok && r[k].member.kind == LAYOUT_NONE && !r[k].twin[0]; j++)
+			if (j != k && r[j].ok && r[j].member.kind == LAYOUT_NONE && !memcmp(r[j].sb.uuid, r[k].sb.uuid, 16))
+				snprintf(r[k].twin, sizeof(r[k].twin), "%s", r[j].dev);
+	link_journals(r, n);
+	mounted_rw(r, n);
 	free(id);
+	free(names);
+}
+
+/* --journal DEV: every device is read, as the journal may be on any. */
+static int find_journal(const char *want, int nargs)
+{
+	struct stat ws, ds;
+	struct result *r;
+	char **devs = NULL;
+	int n, status = 1;
+
+	if (!want || nargs != 1 || stat(want, &ws) != 0 || !S_ISBLK(ws.st_mode)) {
+		fprintf(stderr, "extscan: --journal takes one block device\n");
+		return 2;
+	}
+	n = list_devices(&devs);
+	r = calloc((size_t) (n ? n : 1), sizeof(*r));
+	if (!r) {
+		fprintf(stderr, "extscan: out of memory\n");
+		return 2;
+	}
+	for (int k = 0; k < n; k++)
+		scan(devs[k], &r[k]);
+	system_context(r, n);
+	for (int k = 0; k < n; k++) {
+		if (stat(r[k].dev, &ds) != 0 || ds.st_rdev != ws.st_rdev || strcmp(extsb_kind(&r[k].sb), "journal") == 0)
+			continue;
+		if (r[k].journal[0]) {
+			printf("%s\n", r[k].journal);
+			status = 0;
+		} else if (r[k].journal_missing) {
+			fprintf(stderr, "extscan: %s: %s\n", want, journal_text(&r[k]));
+			status = 2;
+		}
+	}
+	for (int k = 0; k < n; k++)
+		free(devs[k]);
+	free(devs);
+	free(r);
+	return status;
 }
 
 int main(int argc, char **argv)
@@ -841,6 +1052,8 @@ int main(int argc, char **argv)
 			list_only = 1;
 		} else if (!strcmp(argv[i], "--member")) {
 			member_only = 1;
+		} else if (!strcmp(argv[i], "--journal")) {
+			journal_only = 1;
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			printf("usage: extscan [-v] [--wide | --json | --devices | --member] [DEVICE...]\n"
 			       "Lists ext2/3/4 filesystems on all block devices (or the ones named),\n"
@@ -853,7 +1066,9 @@ int main(int argc, char **argv)
 			       "BLOCKSIZE] for a volume to check (the backup superblock when the primary\n"
 			       "is damaged), DEVICE skip REASON for one that must not be checked alone.\n"
 			       "--member prints what each named device belongs to and exits 0 when\n"
-			       "any belongs to something, 1 when none does.\n");
+			       "any belongs to something, 1 when none does.\n"
+			       "--journal DEVICE prints the device of DEVICE's external journal (exit 0),\n"
+			       "exits 1 when it has none, 2 when no device holds it.\n");
 			return 0;
 		} else if (argv[i][0] == '-') {
 			fprintf(stderr, "extscan: unknown option '%s'; see extscan --help\n", argv[i]);
@@ -862,6 +1077,8 @@ int main(int argc, char **argv)
 			break;
 		}
 	}
+	if (journal_only)
+		return find_journal(i < argc ? argv[i] : NULL, argc - i);
 	if (i < argc) {
 		devs = argv + i;
 		n = argc - i;
@@ -906,6 +1123,9 @@ int main(int argc, char **argv)
 				printf("%s\tskip\tcould not read: %s\n", r[k].dev, r[k].error);
 			else if (!strcmp(extsb_kind(&r[k].sb), "journal"))
 				continue;
+			else if (r[k].mounted_rw[0])
+				printf("%s\tskip\tmounted read-write at %s: not checked while in use\n", r[k].dev,
+				       r[k].mounted_rw);
 			/* A damaged primary: e2fsck needs -b BLOCK -B SIZE to start. */
 			else if (r[k].backup)
 				printf("%s\tfs\t%llu\t%u\n", r[k].dev, r[k].backup, 1024U << r[k].sb.log_block_size);

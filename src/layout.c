@@ -3,16 +3,18 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "le.h"
+
 #define MD_MAGIC 0xa92b4efcU
 
 static uint32_t le32(const uint8_t *p)
 {
-	return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 | (uint32_t) p[3] << 24;
+	return (uint32_t) le_get(p, 4);
 }
 
 static uint64_t le64(const uint8_t *p)
 {
-	return le32(p) | (uint64_t) le32(p + 4) << 32;
+	return le_get(p, 8);
 }
 
 /* LEN bytes at device offset OFF, when the head or the tail holds them all. */
@@ -77,16 +79,24 @@ static int md1(const struct layout_input *in, struct layout *out)
 	return 0;
 }
 
-/* md metadata 0.90: 64 KiB below the end, rounded down to 64 KiB. */
-static int md090(const struct layout_input *in, struct layout *out)
+/* md metadata 0.90: 64 KiB below the end, rounded down to 64 KiB. The
+ * superblock has no offset of its own, so the last partition of a disk may
+ * put its superblock where the whole disk's would be; but a whole-disk
+ * member's data (its size field, KiB) reaches to within 64 KiB of the
+ * superblock, and a partition's cannot, as it starts at least 64 KiB in.
+ * WHOLE asks for a whole-disk member only. */
+static int md090(const struct layout_input *in, struct layout *out, int whole)
 {
+	uint64_t where = (in->size & ~(uint64_t) 65535) - 65536;
 	const uint8_t *sb;
 	char lvl[24];
 
 	if (in->size < 128 * 1024)
 		return 0;
-	sb = at(in, (in->size & ~(uint64_t) 65535) - 65536, 64);
+	sb = at(in, where, 64);
 	if (!sb || le32(sb) != MD_MAGIC || le32(sb + 4) != 0 || le32(sb + 8) != 90)
+		return 0;
+	if (whole && (uint64_t) le32(sb + 32) * 1024 + 65536 <= where)
 		return 0;
 	md_level((int32_t) le32(sb + 28), lvl, sizeof(lvl));
 	out->kind = LAYOUT_MD;
@@ -208,6 +218,42 @@ static int bcache(const struct layout_input *in, struct layout *out)
 	return 1;
 }
 
+/* Firmware RAID metadata, at the end of the disk (after sectors of 512
+ * bytes or 4 KiB): Intel IMSM (Matrix/RST) in the second-to-last sector,
+ * SNIA DDF (LSI, Adaptec, Dell firmware RAID) in the last one. */
+static int fwraid(const struct layout_input *in, struct layout *out)
+{
+	static const unsigned sector[] = {512, 4096};
+
+	for (int i = 0; i < 2; i++) {
+		const uint8_t *p;
+		char rev[12];
+
+		if (in->size < 4 * (uint64_t) sector[i])
+			continue;
+		p = at(in, in->size - 2 * sector[i], 40);
+		if (p && !memcmp(p, "Intel Raid ISM Cfg Sig. ", 24)) {
+			text(rev, sizeof(rev), p + 24, 8);
+			out->kind = LAYOUT_MD;
+			snprintf(out->what, sizeof(out->what), "Intel IMSM firmware RAID member (metadata %s)", rev);
+			return 1;
+		}
+		p = at(in, in->size - sector[i], 40);
+		if (p && p[0] == 0xde && p[1] == 0x11 && p[2] == 0xde && p[3] == 0x11) {
+			char vendor[12];
+
+			/* The vendor's T10 name, padded with spaces. */
+			text(vendor, sizeof(vendor), p + 8, (size_t) (memchr(p + 8, ' ', 8) ? (const uint8_t *) memchr(p + 8, ' ', 8) - (p + 8) : 8));
+			text(rev, sizeof(rev), p + 32, 8);
+			out->kind = LAYOUT_MD;
+			snprintf(out->what, sizeof(out->what), "DDF firmware RAID member (vendor %s, revision %s)",
+				 vendor[0] ? vendor : "?", rev);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 /* A GPT header, or an MBR whose entries look like partitions (not the boot
  * sector of a FAT or NTFS filesystem, which also ends in 55 AA). */
 static int ptable(const struct layout_input *in, struct layout *out)
@@ -252,9 +298,66 @@ void layout_probe(const struct layout_input *in, struct layout *out)
 		return;
 	/* An 0.90 superblock has no offset to check, so a partitioned disk
 	 * whose last partition is an 0.90 member must read as partitioned. */
-	if (md1(in, out) || lvm(in, out) || luks(in, out) || bcache(in, out) || ptable(in, out) ||
-	    md090(in, out))
+	/* RAID metadata at the end of a whole disk comes before the partition
+	 * table: with the array partitioned, every leg shows that table too. */
+	if (md1(in, out) || md090(in, out, 1) || fwraid(in, out) || lvm(in, out) || luks(in, out) ||
+	    bcache(in, out) || ptable(in, out) || md090(in, out, 0))
 		return;
+}
+
+/* Signatures of other filesystems and of swap, where their tools write
+ * them (the offsets libblkid probes too): MAGIC at byte OFF. */
+static const struct {
+	const char *name;
+	uint32_t off;
+	uint8_t len;
+	const char *magic;
+} foreign[] = {
+	{"xfs", 0, 4, "XFSB"},
+	{"btrfs", 65600, 8, "_BHRfS_M"},
+	{"swap", 4086, 10, "SWAPSPACE2"}, {"swap", 4086, 10, "SWAP-SPACE"},
+	{"swap", 8182, 10, "SWAPSPACE2"}, {"swap", 16374, 10, "SWAPSPACE2"},
+	{"swap", 65526, 10, "SWAPSPACE2"},
+	{"suspended swap", 4086, 9, "S1SUSPEND"}, {"suspended swap", 4086, 9, "ULSUSPEND"},
+	{"f2fs", 1024, 4, "\x10\x20\xf5\xf2"},
+	{"bcachefs", 4096 + 24, 16, "\xc6\x85\x73\xf6\x66\xce\x90\xa9\xd9\x6a\x60\xcf\x80\x3d\xf7\xef"},
+	{"reiserfs", 65536 + 52, 8, "ReIsEr2F"}, {"reiserfs", 65536 + 52, 8, "ReIsEr3F"},
+	{"reiserfs", 65536 + 52, 8, "ReIsErFs"},
+	{"jfs", 32768, 4, "JFS1"},
+	{"ntfs", 3, 8, "NTFS    "},
+	{"exfat", 3, 8, "EXFAT   "},
+	{"vfat", 82, 5, "FAT32"}, {"vfat", 54, 5, "FAT16"}, {"vfat", 54, 5, "FAT12"},
+	{"iso9660", 32769, 5, "CD001"},
+	{"squashfs", 0, 4, "hsqs"},
+	{"gfs2", 65536, 4, "\x01\x16\x19\x70"},
+	{"ceph bluestore", 0, 22, "bluestore block device"},
+	{"nilfs2", 1024 + 6, 2, "\x34\x34"},
+};
+
+/* ZFS: the uberblock ring of the first label (128 to 256 KiB), one
+ * uberblock every KiB or more, each starting with its magic in the pool's
+ * byte order. */
+static int zfs(const struct layout_input *in)
+{
+	for (uint32_t off = 128 * 1024; off < 256 * 1024; off += 1024) {
+		const uint8_t *p = at(in, off, 8);
+		uint64_t magic = p ? le64(p) : 0;
+
+		if (magic == 0x00bab10cULL || magic == 0x0cb1ba0000000000ULL)
+			return 1;
+	}
+	return 0;
+}
+
+const char *layout_foreign(const struct layout_input *in)
+{
+	for (size_t i = 0; i < sizeof(foreign) / sizeof(foreign[0]); i++) {
+		const uint8_t *p = at(in, foreign[i].off, foreign[i].len);
+
+		if (p && !memcmp(p, foreign[i].magic, foreign[i].len))
+			return foreign[i].name;
+	}
+	return zfs(in) ? "zfs" : NULL;
 }
 
 const char *layout_kind_name(enum layout_kind kind)
@@ -267,6 +370,7 @@ const char *layout_kind_name(enum layout_kind kind)
 	case LAYOUT_PTABLE: return "partitioned";
 	case LAYOUT_HELD: return "in use";
 	case LAYOUT_MULTIPATH: return "multipath";
+	case LAYOUT_FOREIGN: return "not ext";
 	default: return "";
 	}
 }
@@ -277,6 +381,7 @@ const char *layout_verdict(enum layout_kind kind)
 	case LAYOUT_NONE: return "";
 	case LAYOUT_PTABLE: return "use its partitions";
 	case LAYOUT_MULTIPATH: return "use the first path";
+	case LAYOUT_FOREIGN: return "left alone";
 	default: return "assemble first (rescue-assemble)";
 	}
 }

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LAYOUT_HEAD 65536	/* bytes read from the start of the device */
+#define LAYOUT_HEAD 262144	/* bytes read from the start of the device (ZFS's first label) */
 #define LAYOUT_TAIL 131072	/* bytes read from its end (md 0.90 and 1.0) */
 #define LAYOUT_LVM_TEXT 256	/* bytes of LVM metadata text read for the VG name */
 
@@ -22,6 +22,8 @@ enum layout_kind {
 	/* Known from the system, not from the bytes: */
 	LAYOUT_HELD,		/* an md array or dm mapping is built on it */
 	LAYOUT_MULTIPATH,	/* another path to a disk already seen */
+	/* Judged with the ext superblocks (extscan): */
+	LAYOUT_FOREIGN,		/* another filesystem, or unknown data, over old ext backups */
 };
 
 struct layout_input {
@@ -48,6 +50,12 @@ void layout_probe(const struct layout_input *in, struct layout *out);
  * metadata text), or 0 when the head holds no LVM label or the text lies
  * outside the device. */
 uint64_t layout_lvm_text_offset(const uint8_t *head, size_t head_len, uint64_t size);
+
+/* The name of a filesystem or swap signature other than ext on the device
+ * (xfs, btrfs, swap, zfs, ...), or NULL. Such a device made over an old ext
+ * volume still holds that volume's backup superblocks; none of them may
+ * stand in for the primary there. */
+const char *layout_foreign(const struct layout_input *in);
 
 /* Short name of a kind ("md member", "LVM PV", ...) and what to do instead
  * of checking or mounting it ("assemble first", ...). */

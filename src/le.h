@@ -1,5 +1,6 @@
-/* Little-endian fields of on-disk and on-wire structures (UEFI variables,
- * NVMe log pages), read and written byte by byte: no alignment assumed. */
+/* Little-endian fields of on-disk and on-wire structures (ext superblocks,
+ * RAID and LVM metadata, UEFI variables, NVMe log pages), read and written
+ * byte by byte: no alignment assumed. */
 #ifndef LE_H
 #define LE_H
 

@@ -2,11 +2,13 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from harness import Guest  # noqa: E402
+import timetable  # noqa: E402
 
 
 @pytest.fixture
@@ -70,6 +72,8 @@ def _drop_module_folders(request, tmp_path_factory):
 
 
 def pytest_sessionstart(session):
+    global _started
+    _started = time.monotonic()
     root = os.environ.get("PYTEST_DEBUG_TEMPROOT") or tempfile.gettempdir()
     st = os.statvfs(root)
     free = st.f_bavail * st.f_frsize / 2**30
@@ -80,3 +84,59 @@ def pytest_sessionstart(session):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "server: the real-server end-to-end suite (make test-server)")
+    config.addinivalue_line("markers", "serial: rebuilds what other tests boot; runs alone, before the parallel part")
+
+
+# Two guests at a time (pytest-xdist, --dist loadgroup): a test that shares a
+# module-scoped fixture (a preparation boot, a built server) runs on the same
+# worker as the rest of its module, so the fixture is made once; every other
+# test goes wherever a worker is free. The slowest modules are handed out
+# first (times of the last run in this tree, else tests/durations), so no
+# long module is left for the end.
+CHEAP_SHARED = {"tmp_path_factory", "_drop_module_folders", "worker_id", "testrun_uid"}
+
+
+def _shares_a_fixture(item):
+    info = getattr(item, "_fixtureinfo", None)
+    for name in getattr(info, "names_closure", []):
+        if name in CHEAP_SHARED:
+            continue
+        if any(d.scope in ("module", "package", "session") for d in info.name2fixturedefs.get(name) or ()):
+            return True
+    return False
+
+
+def pytest_collection_modifyitems(session, config, items):
+    expected = timetable.expected_module_seconds()
+    modules = {}
+    for item in items:
+        modules.setdefault(item.module.__name__, []).append(item)
+    order = sorted(modules, key=lambda m: -expected.get(m, 60))
+    items[:] = [item for m in order for item in modules[m]]
+    for m in order:
+        if any(_shares_a_fixture(i) for i in modules[m]):
+            for item in modules[m]:
+                item.add_marker(pytest.mark.xdist_group(m))
+
+
+# Seconds (setup + call + teardown) and outcome per test. Under xdist the
+# workers' reports reach the controller too, which alone writes the table.
+_times = {}
+_started = time.monotonic()
+
+
+def pytest_runtest_logreport(report):
+    seconds, outcome = _times.get(report.nodeid, (0.0, "passed"))
+    if report.failed:
+        outcome = "failed"
+    elif report.skipped and outcome == "passed":
+        outcome = "xfailed" if hasattr(report, "wasxfail") else "skipped"
+    elif report.when == "call" and hasattr(report, "wasxfail"):
+        outcome = "xpassed"
+    _times[report.nodeid] = (seconds + report.duration, outcome)
+
+
+def pytest_unconfigure(config):
+    if _times and not hasattr(config, "workerinput") and not config.option.collectonly:
+        timetable.record(_times, append=bool(os.environ.get("EXTRESCUE_TIMES_APPEND")),
+                         wall=time.monotonic() - _started)

@@ -21,6 +21,8 @@ SCALE = float(os.environ.get("EXTRESCUE_TIMEOUT_SCALE", "1"))
 PROMPT = r"extrescue:[^\r\n]*# "
 # Patterns that fail a test wherever they appear in the serial log.
 FATAL = [r"Kernel panic", r"Call Trace:", r"BUG:", r"Oops"]
+# A failure shows this much of the console, enough to read under parallel runs.
+TAIL_LINES = 40
 
 
 def scaled(seconds):
@@ -48,14 +50,21 @@ class Shell:
             return self.child.expect(patterns, timeout=timeout)
         except pexpect.TIMEOUT:
             raise GuestError(f"{self.name}: timed out after {timeout:.0f}s waiting for {what}; "
-                             f"log {self.log_path}; last output: {self.tail()!r}")
+                             f"log {self.log_path}; its last {TAIL_LINES} lines:\n{self.tail()}")
         except pexpect.EOF:
             raise GuestError(f"{self.name}: QEMU exited while waiting for {what}; "
-                             f"log {self.log_path}; last output: {self.tail()!r}")
+                             f"log {self.log_path}; its last {TAIL_LINES} lines:\n{self.tail()}")
 
     def tail(self):
-        before = self.child.before if isinstance(self.child.before, str) else ""
-        return before[-600:]
+        """The console's last TAIL_LINES lines, from its log (what pexpect
+        has not consumed yet when there is no log)."""
+        try:
+            with open(self.log_path, errors="replace") as f:
+                text = f.read()
+        except OSError:
+            text = self.child.before if isinstance(self.child.before, str) else ""
+        lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        return "\n".join("  | " + line for line in lines[-TAIL_LINES:])
 
     def run(self, command, timeout=60):
         """Runs COMMAND in the guest shell; returns (status, output)."""
@@ -185,11 +194,14 @@ def run_to_poweroff(guest, name, disks, params, mem=1024, timeout=180):
     return g.serial_log()
 
 
-def power_cut(guest, name, img, command):
-    """Boots with IMG (virtio, writable), runs COMMAND (it mounts and writes),
-    then cuts the power with the filesystem mounted; fails unless the journal
-    is left needing recovery."""
-    g = guest(name, ["--direct", "--disk", f"{img},if=virtio-blk,rw"])
+def power_cut(guest, name, img, command, disks=None):
+    """Boots with IMG (or DISKS, IMG among them; virtio, writable), runs
+    COMMAND (it mounts and writes), then cuts the power with the filesystem
+    mounted; fails unless IMG's journal is left needing recovery."""
+    args = ["--direct"]
+    for d in disks or [img]:
+        args += ["--disk", f"{d},if=virtio-blk,rw"]
+    g = guest(name, args)
     g.wait_shell()
     g.check(command)
     g.child.sendline("echo b > /proc/sysrq-trigger")

@@ -185,10 +185,18 @@ def md1(img, minor):
     put(img, sector * 512, bytes(sb))
 
 
-def md090(img):
+def md090(img, data_kib=0):
     size = os.path.getsize(img)
-    words = [0xa92b4efc, 0, 90, 0, 0, 0x11111111, 0, 1, 0, 2, 2, 0, 0, 0x22222222, 0x33333333, 0x44444444]
+    words = [0xa92b4efc, 0, 90, 0, 0, 0x11111111, 0, 1, data_kib, 2, 2, 0, 0, 0x22222222, 0x33333333, 0x44444444]
     put(img, (size & ~65535) - 65536, b"".join(w.to_bytes(4, "little") for w in words))
+
+
+def imsm(img):
+    put(img, os.path.getsize(img) - 1024, b"Intel Raid ISM Cfg Sig. 1.3.00\0\0")
+
+
+def ddf(img):
+    put(img, os.path.getsize(img) - 512, bytes.fromhex("de11de11") + bytes(4) + b"LSI     " + bytes(16) + b"02.00.00")
 
 
 def lvm_pv(img):
@@ -237,6 +245,14 @@ def mbr(img):
     (luks, "LUKS", "LUKS2 container (UUID 0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0)"),
     (bcache, "bcache", "bcache backing device"),
     (mbr, "partitioned", "disk with an MBR partition table"),
+    (imsm, "md member", "Intel IMSM firmware RAID member (metadata 1.3.00)"),
+    (ddf, "md member", "DDF firmware RAID member (vendor LSI, revision 02.00.00)"),
+    # Whole-disk RAID1 legs of a partitioned array show its partition table:
+    # the RAID metadata at the end comes first.
+    (lambda i: (md1(i, "1.0"), mbr(i)), "md member", "metadata 1.0"),
+    (lambda i: (md090(i, (os.path.getsize(i) & ~65535) // 1024 - 64), mbr(i)), "md member", "metadata 0.90"),
+    (lambda i: (imsm(i), mbr(i)), "md member", "Intel IMSM"),
+    (lambda i: (ddf(i), mbr(i)), "md member", "DDF"),
 ])
 def test_members_are_not_volumes(tmp_path, make, member, what):
     img = image(tmp_path, "leg", size="64M", options=["-b", "4096"])
@@ -261,6 +277,51 @@ def test_backup_superblock_needs_a_layout(tmp_path):
     plain = image(tmp_path, "plain", size="64M")
     put(str(plain), 1024, bytes(1024))
     assert scan(plain)[0]["backup_superblock"] == 8193
+
+
+def test_md090_of_the_last_partition_is_not_the_disks(tmp_path):
+    """The last partition of a disk may hold its 0.90 superblock where the
+    whole disk's would be; its data cannot reach that close, so the disk
+    reads as partitioned (use the partitions), not as a member."""
+    img = image(tmp_path, "lastpart", size="64M", options=["-b", "4096"])
+    mbr(str(img))
+    md090(str(img), (os.path.getsize(img) - (1 << 20)) // 1024 - 128)
+    assert scan(img)[0]["member"] == "partitioned"
+
+
+def over_old_ext(tmp_path, name, mkfs):
+    img = image(tmp_path, name, size="320M", options=["-b", "4096"])
+    r = host(mkfs + [str(img)])
+    assert r.returncode == 0, r.stderr
+    return img
+
+
+@pytest.mark.parametrize("name,mkfs", [
+    ("xfs", ["mkfs.xfs", "-q", "-f"]), ("btrfs", ["mkfs.btrfs", "-q", "-f"]), ("swap", ["mkswap"]),
+])
+def test_other_filesystem_over_old_ext_is_not_ext(tmp_path, name, mkfs):
+    """mkfs.xfs, mkfs.btrfs and mkswap wipe the ext magic and leave the
+    backups: a backup must not stand in where another signature claims the
+    device, or a repair from it would wipe that filesystem."""
+    img = over_old_ext(tmp_path, name, mkfs)
+    v = scan(img)[0]
+    assert v["member"] == "not ext" and v["verdict"] == "left alone", v
+    assert v["member_of"] == f"another filesystem ({name}) over old ext traces (a backup superblock at block 32768)", v
+    dev, verdict, reason = host([EXTSCAN, "--devices", str(img)]).stdout.rstrip("\n").split("\t")
+    assert verdict == "skip" and f"({name})" in reason, reason
+
+
+def test_unknown_data_over_old_ext_is_not_ext_but_blank_primary_is(tmp_path):
+    garbage = image(tmp_path, "garbage", size="64M")
+    put(str(garbage), 1024, bytes(range(256)) * 4)
+    v = scan(garbage)[0]
+    assert v["member"] == "not ext" and "unknown data over old ext traces" in v["member_of"], v
+    assert "e2fsck -b 8193 -B 1024" in v["member_of"], v
+    # The ext magic with damage around it, or nothing at all: still ext.
+    for name, data in (("magic", b"\xff" * 56 + b"\x53\xef" + b"\xff" * 966), ("zero", bytes(1024))):
+        img = image(tmp_path, name, size="64M")
+        put(str(img), 1024, data)
+        assert scan(img)[0]["backup_superblock"] == 8193, name
 
 
 def test_second_path_and_udev_names(guest, tmp_path):

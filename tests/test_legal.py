@@ -178,6 +178,7 @@ def test_e2fsprogs_rebuilds_the_same_from_legal_info_alone(legal_info, tmp_path)
     assert not differ, f"rebuilt from legal-info, these differ from the image's: {differ}"
 
 
+@pytest.mark.serial
 def test_touching_one_components_mk_rebuilds_only_it_and_the_image():
     assert make("-q", "all").returncode == 0, "make all is not up to date before the test"
     watched = ["linux-built", "e2fsprogs-built", "busybox-built", "cryptsetup-built",

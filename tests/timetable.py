@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Where the minutes of `make test` go: each test's seconds (setup, call and
+teardown), written by conftest.py at the end of a run to out/test-times.tsv,
+and read back here for the table `make test` ends with (`make test-times`
+prints it again). The modules' totals also order the next run, slowest
+first; tests/durations holds them for a tree that has not run yet
+(`tests/timetable.py --save` refreshes it from the last run).
+"""
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.environ.get("OUT", os.path.join(os.path.dirname(HERE), "out"))
+TIMES = os.path.join(OUT, "test-times.tsv")
+COMMITTED = os.path.join(HERE, "durations")
+
+
+def module_of(nodeid):
+    return os.path.basename(nodeid.split("::")[0])[:-len(".py")]
+
+
+def record(times, append=False, wall=None):
+    """Writes TIMES ({nodeid: (seconds, outcome)}) and the run's wall time."""
+    os.makedirs(OUT, exist_ok=True)
+    with open(TIMES, "a" if append else "w") as f:
+        if wall is not None:
+            f.write(f"#wall\t{wall:.1f}\n")
+        for nodeid, (seconds, outcome) in sorted(times.items()):
+            f.write(f"{seconds:.2f}\t{outcome}\t{nodeid}\n")
+
+
+def read(path=TIMES):
+    """[(seconds, outcome, nodeid)] and the walls of the run at PATH."""
+    rows, walls = [], []
+    with open(path) as f:
+        for line in f:
+            fields = line.rstrip("\n").split("\t")
+            if fields[0] == "#wall":
+                walls.append(float(fields[1]))
+            elif len(fields) == 3:
+                rows.append((float(fields[0]), fields[1], fields[2]))
+    return rows, walls
+
+
+def module_seconds(rows):
+    totals = {}
+    for seconds, _, nodeid in rows:
+        totals[module_of(nodeid)] = totals.get(module_of(nodeid), 0.0) + seconds
+    return totals
+
+
+def expected_module_seconds():
+    """Each module's seconds in the last run here, else as committed."""
+    if os.path.exists(TIMES):
+        return module_seconds(read()[0])
+    totals = {}
+    if os.path.exists(COMMITTED):
+        with open(COMMITTED) as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) == 2 and not line.startswith("#"):
+                    totals[fields[0]] = float(fields[1])
+    return totals
+
+
+def minutes(seconds):
+    return f"{int(seconds // 60)}m{seconds % 60:04.1f}s"
+
+
+def table(rows, walls, slowest=10):
+    counts = {}
+    for _, outcome, _ in rows:
+        counts[outcome] = counts.get(outcome, 0) + 1
+    lines = ["test times: " + ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))
+             + f"; {minutes(sum(r[0] for r in rows))} of tests"
+             + (f" in {minutes(sum(walls))} of wall time" if walls else "")]
+    lines.append(f"the {slowest} slowest tests:")
+    for seconds, outcome, nodeid in sorted(rows, reverse=True)[:slowest]:
+        lines.append(f"  {seconds:8.1f} s  {nodeid}{'' if outcome == 'passed' else '  (' + outcome + ')'}")
+    lines.append("per module:")
+    for m, seconds in sorted(module_seconds(rows).items(), key=lambda kv: -kv[1]):
+        lines.append(f"  {seconds:8.1f} s  {m}")
+    return "\n".join(lines)
+
+
+def main(argv):
+    if not os.path.exists(TIMES):
+        print(f"timetable: no {TIMES}; run make test first", file=sys.stderr)
+        return 1
+    rows, walls = read()
+    if argv[1:] == ["--save"]:
+        with open(COMMITTED, "w") as f:
+            f.write(f"# seconds per test module, make test on {time.strftime('%Y-%m-%d')}; "
+                    "orders the modules of a first run (tests/timetable.py --save)\n")
+            for m, seconds in sorted(module_seconds(rows).items()):
+                f.write(f"{m} {seconds:.0f}\n")
+        return 0
+    print(table(rows, walls, slowest=int(argv[1]) if len(argv) > 1 else 10))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
