@@ -36,7 +36,7 @@ SANITIZE := -fsanitize=address,undefined
 SRC_ROOT := $(BUILD)/src-root
 
 # extscan: what is on every disk, read-only.
-EXTSCAN_SRC := src/extscan.c src/extsb.c src/extsb.h src/layout.c src/layout.h
+EXTSCAN_SRC := src/extscan.c src/extsb.c src/extsb.h src/layout.c src/layout.h src/le.h
 $(eval $(call static_tool,$(SRC_ROOT)/sbin/extscan,$(EXTSCAN_SRC)))
 $(eval $(call host_tool,$(SRC_OBJ)/host/extscan,$(EXTSCAN_SRC),$(SANITIZE)))
 
@@ -62,8 +62,11 @@ $(eval $(call static_tool,$(SRC_ROOT)/usr/sbin/efibootmgr,src/efibootmgr.c src/l
 # error-log), our own: the archive serves no libnvme source.
 $(eval $(call static_tool,$(SRC_ROOT)/usr/sbin/nvme,src/nvme.c src/le.h))
 
-# inroot: resolves the target's paths inside its root (used by rescue-mount).
-$(eval $(call static_tool,$(SRC_ROOT)/lib/extrescue/inroot,src/inroot.c))
+# inroot: resolves the target's paths inside its root (used by rescue-mount)
+# and writes its files (rescue-fstab) without following what it planted.
+INROOT_SRC := src/inroot.c src/inroot-replace.c src/inroot.h
+$(eval $(call static_tool,$(SRC_ROOT)/lib/extrescue/inroot,$(INROOT_SRC)))
+$(eval $(call host_tool,$(SRC_OBJ)/host/inroot,$(INROOT_SRC),$(SANITIZE)))
 
 # iobench: the same source builds for the host so a loop device there gives
 # the side-by-side table.
@@ -72,22 +75,49 @@ IOBENCH_DEPS := $(IOBENCH_SRC) $(wildcard src/iobench*.h) src/md5.h
 $(eval $(call static_tool,$(SRC_ROOT)/sbin/iobench,$(IOBENCH_DEPS)))
 $(eval $(call host_tool,$(SRC_OBJ)/host/iobench,$(IOBENCH_DEPS)))
 
-# Fuzzing needs clang's libFuzzer, installed on first use only.
-FUZZ_SECONDS ?= 60
+# Fuzzing needs clang's libFuzzer, installed on first use only. One target per
+# parser of hostile bytes, PARSER:MAX_LEN (the largest input it is given), each
+# src/fuzz-PARSER.c. A run is FUZZ_RUNS inputs per parser, a count and not a
+# time, so it means the same on any machine; FUZZ_SECONDS, if set, caps each.
+FUZZ_RUNS ?= 200000
+FUZZ_PARSERS := extsb:4096 layout:400000 cmdline:9000 netargs:512 authkeys:16384 report:20000
+FUZZ_CORPUS := $(SRC_OBJ)/fuzz-corpus
+# UBSan findings stop a run as ASan's do (by default it only prints them).
+FUZZ_CFLAGS := -g -O1 -Wall -Wextra -Werror -DFUZZING -fsanitize=fuzzer,address,undefined \
+	-fno-sanitize-recover=undefined
 $(STAMPS)/host-deps-fuzz: configs/host-packages-fuzz | $(STAMPS)
 	@scripts/host-deps $<
 	@touch $@
 
-$(SRC_OBJ)/fuzz-extsb: src/fuzz-extsb.c src/extsb.c src/extsb.h | $(STAMPS)/host-deps-fuzz
-	@mkdir -p $(dir $@)
-	@clang -g -O1 -fsanitize=fuzzer,address,undefined -o $@ src/fuzz-extsb.c src/extsb.c
+# $(call fuzz_target,PARSER,DEPS): src/fuzz-PARSER.c linked with the .c files
+# of DEPS marked +; the rest are headers or the tool the target includes.
+define fuzz_target
+$(SRC_OBJ)/fuzz-$(1): src/fuzz-$(1).c $(subst +,,$(2)) | $$(STAMPS)/host-deps-fuzz
+	@mkdir -p $$(dir $$@)
+	@clang $$(FUZZ_CFLAGS) -o $$@ src/fuzz-$(1).c $(patsubst +%,%,$(filter +%,$(2)))
+endef
+$(eval $(call fuzz_target,extsb,+src/extsb.c src/extsb.h))
+$(eval $(call fuzz_target,layout,+src/layout.c src/layout.h src/le.h))
+$(eval $(call fuzz_target,cmdline,src/cmdline.c +src/kargs.c src/kargs.h +src/netargs.c src/netargs.h +src/sshkey.c src/sshkey.h))
+$(eval $(call fuzz_target,netargs,+src/netargs.c src/netargs.h))
+$(eval $(call fuzz_target,authkeys,src/authkeys.c +src/sshkey.c src/sshkey.h))
+$(eval $(call fuzz_target,report,src/report.c +src/kargs.c src/kargs.h))
+FUZZ_BINS := $(foreach t,$(FUZZ_PARSERS),$(SRC_OBJ)/fuzz-$(firstword $(subst :, ,$(t))))
 
+# One line per parser; the crashing inputs stay in fuzz-crashes/PARSER/, the
+# whole output in fuzz-PARSER.log. Targets' own messages (stderr) are muted.
 .PHONY: fuzz
-fuzz: $(SRC_OBJ)/fuzz-extsb ## fuzz extscan's superblock parsing for FUZZ_SECONDS (default 60)
-	@mkdir -p $(SRC_OBJ)/fuzz-corpus
-	@tests/fuzz-seeds $(SRC_OBJ)/fuzz-corpus
-	@cd $(SRC_OBJ) && ./fuzz-extsb -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -print_final_stats=1 \
-	  fuzz-corpus 2>&1 | tee fuzz.log | grep -E '^(stat::number_of_executed_units|stat::peak_rss|==[0-9]+==ERROR|SUMMARY)' ; \
-	 status=$${PIPESTATUS[0]}; \
-	 echo "fuzz: $$(sed -n 's/^stat::number_of_executed_units: *//p' fuzz.log) executions in $(FUZZ_SECONDS) s, $$(ls crash-* 2>/dev/null | wc -l) crashes (log: $(SRC_OBJ)/fuzz.log)"; \
-	 exit $$status
+fuzz: $(FUZZ_BINS) ## fuzz every parser of hostile bytes, FUZZ_RUNS inputs each (default 200000)
+	@tests/fuzz-seeds $(FUZZ_CORPUS)
+	@failed=; for t in $(FUZZ_PARSERS); do \
+	  p=$${t%%:*} max=$${t#*:} log=$(SRC_OBJ)/fuzz-$${t%%:*}.log crashes=$(SRC_OBJ)/fuzz-crashes/$${t%%:*}/; \
+	  rm -rf $$crashes && mkdir -p $$crashes $(FUZZ_CORPUS)/$$p; \
+	  status=0; $(SRC_OBJ)/fuzz-$$p -runs=$(FUZZ_RUNS) $(if $(FUZZ_SECONDS),-max_total_time=$(FUZZ_SECONDS)) \
+	    -max_len=$$max -timeout=10 -close_fd_mask=2 -print_final_stats=1 -artifact_prefix=$$crashes \
+	    $(FUZZ_CORPUS)/$$p > $$log 2>&1 || status=$$?; \
+	  runs=$$(sed -n 's/^stat::number_of_executed_units: *//p' $$log); \
+	  found=$$(ls $$crashes | wc -l); \
+	  echo "fuzz: $$p: $${runs:-?} executions, $$found crashes"; \
+	  [ $$status = 0 ] && [ $$found = 0 ] || failed="$$failed $$p"; \
+	done; \
+	[ -z "$$failed" ] || { echo "fuzz: crashed:$$failed; inputs in $(SRC_OBJ)/fuzz-crashes/PARSER; see why with $(SRC_OBJ)/fuzz-PARSER INPUT" >&2; exit 1; }

@@ -7,6 +7,10 @@
  * the input is too large (then nothing is taken from it).
  *
  * usage: authkeys NAME < FILE      (NAME: how the source is called in messages)
+ *        authkeys --url VALUE      VALUE (a rescue.ssh_key= URL, its pin
+ *                                  included) checked: prints the URL and the
+ *                                  pin (- for none); exit 1, saying why, when
+ *                                  it is not one
  */
 #include <stdio.h>
 #include <string.h>
@@ -16,19 +20,11 @@
 #define MAX_INPUT (64 * 1024)
 #define MAX_KEYS 32
 
-int main(int argc, char **argv)
+/* The keys of TEXT (N bytes and a NUL after them), written out; main's exit status. */
+static int take_keys(char *text, size_t n, const char *name)
 {
-	static char text[MAX_INPUT + 2];
-	const char *name = argc > 1 ? argv[1] : "authorized_keys";
 	int taken = 0, number = 0;
-	size_t n;
 
-	n = fread(text, 1, MAX_INPUT + 1, stdin);
-	if (n > MAX_INPUT) {
-		fprintf(stderr, "extrescue: %.80s is larger than 64 KiB; no key taken from it\n", name);
-		return 2;
-	}
-	text[n] = 0;
 	if (memchr(text, 0, n)) {
 		fprintf(stderr, "extrescue: %.80s is not text (it holds NUL bytes); no key taken from it\n", name);
 		return 1;
@@ -62,3 +58,34 @@ int main(int argc, char **argv)
 		fprintf(stderr, "extrescue: %.80s holds no usable public key\n", name);
 	return taken ? 0 : 1;
 }
+
+#ifndef FUZZING
+int main(int argc, char **argv)
+{
+	static char text[MAX_INPUT + 2];
+	const char *name = argc > 1 ? argv[1] : "authorized_keys";
+	size_t n;
+
+	/* What the shell scripts are given to fetch: the URL, and the pin
+	 * they hold the file to, as two words nothing in them can split. */
+	if (argc == 3 && !strcmp(argv[1], "--url")) {
+		char url[1025], pin[KEYURL_PIN + 1];
+		const char *why = keyurl_check(argv[2], url, sizeof(url), pin);
+
+		if (why) {
+			fprintf(stderr, "extrescue: rescue.ssh_key=%.80s%s %s; ignored\n", argv[2],
+				strlen(argv[2]) > 80 ? "..." : "", why);
+			return 1;
+		}
+		printf("%s %s\n", url, *pin ? pin : "-");
+		return 0;
+	}
+	n = fread(text, 1, MAX_INPUT + 1, stdin);
+	if (n > MAX_INPUT) {
+		fprintf(stderr, "extrescue: %.80s is larger than 64 KiB; no key taken from it\n", name);
+		return 2;
+	}
+	text[n] = 0;
+	return take_keys(text, n, name);
+}
+#endif

@@ -46,6 +46,7 @@ static const struct param {
 	{"timeout", NUMBER, NULL, 1, 86400, 0},
 	{"progress", NUMBER, NULL, 1, 86400, 0},
 	{"ssh_key", SSHKEY, NULL, 0, 0, 1},
+	{"ssh_key_insecure", WORD, "0|1", 0, 0, 0},
 	{"report", URL, NULL, 0, 0, 0},
 };
 
@@ -102,7 +103,7 @@ static const char *judge(const struct param *p, const char *v)
 		return (strchr(v, ':') && *v != ':' && v[strlen(v) - 1] != ':') ? NULL : "is not DEVICE:PATH";
 	case SSHKEY:
 		/* A key, or where to fetch an authorized_keys file from. */
-		return strstr(v, "://") ? url_check(v) : sshkey_check(v);
+		return strstr(v, "://") ? keyurl_check(v, NULL, 0, NULL) : sshkey_check(v);
 	case URL:
 		return url_check(v);
 	}
@@ -226,6 +227,19 @@ static void take(char *param, char *value)
 	     "is not a parameter extrescue knows");
 }
 
+/* Every parameter of LINE, a NUL-terminated command line (split in place). */
+static void take_all(char *line)
+{
+	for (char *s = line + strspn(line, " \t\n"); *s;) {
+		char *param, *value;
+
+		s = kargs_next(s, &param, &value);
+		if (*param)
+			take(param, value);
+	}
+}
+
+#ifndef FUZZING
 int main(int argc, char **argv)
 {
 	const char *file = "/proc/cmdline";
@@ -259,14 +273,7 @@ int main(int argc, char **argv)
 	n = fread(line, 1, MAX_LINE, f);
 	fclose(f);
 	line[n] = 0;
-	if (memchr(line, 0, n))
-		n = strlen(line);
-	for (char *s = line + strspn(line, " \t\n"); *s;) {
-		char *param, *value;
-
-		s = kargs_next(s, &param, &value);
-		if (*param)
-			take(param, value);
-	}
+	take_all(line);
 	return 0;
 }
+#endif

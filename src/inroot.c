@@ -8,8 +8,13 @@
  * at ROOT), so there is no path string logic here to get wrong.
  *
  * usage: inroot [--mkdir] ROOT PATH
+ *        inroot --replace ROOT PATH [SUFFIX] < NEW
  * Prints the resolved path (inside ROOT); --mkdir first creates what is
- * missing, each directory inside ROOT. Exit 1 with a reason when it cannot.
+ * missing, each directory inside ROOT. --replace writes standard input as
+ * the new contents of the file PATH is, on ROOT's own filesystem, keeping
+ * the old contents beside it as NAME+SUFFIX when asked (see
+ * inroot-replace.c); every write into the mounted system goes through it.
+ * Exit 1 with a reason when it cannot.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -22,18 +27,25 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "inroot.h"
+
 #ifndef SYS_openat2
 #define SYS_openat2 437
 #endif
 
-static int open_in(int root, const char *path)
+int inroot_open(int root, const char *path, int flags, unsigned long long resolve)
 {
 	struct open_how how = {
-		.flags = O_PATH | O_CLOEXEC,
-		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+		.flags = (unsigned long long)flags,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | resolve,
 	};
 
 	return (int) syscall(SYS_openat2, root, path, &how, sizeof(how));
+}
+
+static int open_in(int root, const char *path)
+{
+	return inroot_open(root, path, O_PATH | O_CLOEXEC, 0);
 }
 
 /* Creates each missing directory of PATH, one component at a time, every
@@ -77,23 +89,36 @@ static int make_dirs(int root, const char *path)
 
 int main(int argc, char **argv)
 {
-	int mkdirs = 0, root, fd;
-	char link[64], where[4096];
+	int mkdirs = 0, replace = 0, root, fd;
+	char link[64], where[4096], why[512];
 	ssize_t n;
 
 	if (argc > 1 && !strcmp(argv[1], "--mkdir")) {
 		mkdirs = 1;
 		argv++;
 		argc--;
+	} else if (argc > 1 && !strcmp(argv[1], "--replace")) {
+		replace = 1;
+		argv++;
+		argc--;
 	}
-	if (argc != 3) {
-		fprintf(stderr, "usage: inroot [--mkdir] ROOT PATH\n");
+	if (argc != 3 && !(replace && argc == 4)) {
+		fprintf(stderr, "usage: inroot [--mkdir] ROOT PATH | inroot --replace ROOT PATH [SUFFIX] < NEW\n");
 		return 2;
 	}
 	root = open(argv[1], O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0) {
 		fprintf(stderr, "inroot: %s: %s\n", argv[1], strerror(errno));
 		return 1;
+	}
+	if (replace) {
+		if (inroot_replace(root, argv[2], argc == 4 ? argv[3] : NULL, where, sizeof(where),
+				   why, sizeof(why)) != 0) {
+			fprintf(stderr, "inroot: cannot replace %s inside %s: %s\n", argv[2], argv[1], why);
+			return 1;
+		}
+		puts(where);
+		return 0;
 	}
 	if (mkdirs && make_dirs(root, argv[2]) != 0) {
 		fprintf(stderr, "inroot: cannot create %s inside %s: %s\n", argv[2], argv[1], strerror(errno));

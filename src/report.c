@@ -12,12 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "kargs.h"
 
 #define MAX_FILE (256 * 1024)
 #define MAX_ITEMS 64
 #define MAX_LINES 200
+#define MAX_CMDLINE 4096	/* bytes of the command line shown */
 
 static const char *root = "";
 
@@ -48,7 +50,7 @@ static char *slurp(const char *path)
 static void jstr_n(const char *s, size_t limit)
 {
 	putchar('"');
-	for (size_t i = 0; s && s[i] && i < limit; i++) {
+	for (size_t i = 0; s && i < limit && s[i]; i++) {
 		unsigned char c = (unsigned char)s[i];
 
 		if (c == '"' || c == '\\')
@@ -66,10 +68,9 @@ static void jstr(const char *s)
 	jstr_n(s, 4096);
 }
 
-/* The first line of ROOT/PATH, trailing blanks removed, as a JSON string (or null). */
-static void jfile(const char *path)
+/* The first line of S, trailing blanks removed, as a JSON string (or null). */
+static void jline(char *s)
 {
-	char *s = slurp(path);
 	size_t n;
 
 	if (!s) {
@@ -81,13 +82,12 @@ static void jfile(const char *path)
 		n--;
 	s[n] = 0;
 	jstr_n(s, 256);
-	free(s);
 }
 
-/* The lines of ROOT/PATH (at most MAX_LINES) as a JSON array. */
-static void jlines(const char *path)
+/* The lines of S (at most MAX_LINES) as a JSON array. */
+static void jlines(char *s)
 {
-	char *s = slurp(path), *line, *next;
+	char *line, *next;
 	int n = 0;
 
 	printf("[");
@@ -101,41 +101,59 @@ static void jlines(const char *path)
 		jstr_n(line, 512);
 	}
 	printf("]");
+}
+
+/* SHOW applied to the text of ROOT/PATH (NULL when absent). */
+static void from_file(const char *path, void (*show)(char *))
+{
+	char *s = slurp(path);
+
+	show(s);
 	free(s);
 }
 
-/* Command-line names whose values are secrets or key material. */
+static void jfile(const char *path)
+{
+	from_file(path, jline);
+}
+
+/* Command-line names whose values are secrets or key material; the whole
+ * name is searched, however long (a prefix would let a long name through). */
 static int secret(const char *param)
 {
 	static const char *const words[] = {"key", "pass", "secret", "token"};
-	char low[64];
-	size_t i;
 
-	for (i = 0; param[i] && i < sizeof(low) - 1; i++)
-		low[i] = (char)tolower((unsigned char)param[i]);
-	low[i] = 0;
-	for (i = 0; i < sizeof(words) / sizeof(words[0]); i++)
-		if (strstr(low, words[i]) && strcmp(low, "rescue.keyfile"))
-			return 1;
+	if (!strcasecmp(param, "rescue.keyfile"))
+		return 0;
+	for (const char *p = param; *p; p++)
+		for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+			if (!strncasecmp(p, words[i], strlen(words[i])))
+				return 1;
 	return 0;
 }
 
-/* /proc/cmdline, word by word, with secret values replaced. */
-static void jcmdline(void)
+/* Appends S to OUT (SIZE bytes, *LEN used) as far as it fits, always ending it. */
+static void append(char *out, size_t size, size_t *len, const char *s)
 {
-	char *s = slurp("/proc/cmdline"), *out;
+	size_t n = strlen(s);
+
+	if (n > size - 1 - *len)
+		n = size - 1 - *len;
+	memcpy(out + *len, s, n);
+	*len += n;
+	out[*len] = 0;
+}
+
+/*
+ * The command line S, word by word, into OUT (SIZE bytes, at least 1) with
+ * secret values replaced, cut where OUT is full. Redacting lengthens a word
+ * ("key=a" becomes "key=<removed>"), so no size derived from S is safe: OUT's
+ * own size is the bound. A secret value is never copied, so a cut cannot leak it.
+ */
+static void redact(char *s, char *out, size_t size)
+{
 	size_t len = 0;
 
-	if (!s) {
-		printf("null");
-		return;
-	}
-	out = malloc(strlen(s) * 2 + 64);
-	if (!out) {
-		free(s);
-		printf("null");
-		return;
-	}
 	out[0] = 0;
 	for (char *w = s + strspn(s, " \t\n"); *w;) {
 		char *param, *value;
@@ -143,14 +161,35 @@ static void jcmdline(void)
 		w = kargs_next(w, &param, &value);
 		if (!*param)
 			continue;
-		len += sprintf(out + len, "%s%s", len ? " " : "", param);
-		if (value)
-			len += sprintf(out + len, secret(param) ? "=<removed>" : strchr(value, ' ') ? "=\"%s\"" : "=%s",
-				       value);
+		if (len)
+			append(out, size, &len, " ");
+		append(out, size, &len, param);
+		if (!value)
+			continue;
+		if (secret(param)) {
+			append(out, size, &len, "=<removed>");
+		} else if (strchr(value, ' ')) {
+			append(out, size, &len, "=\"");
+			append(out, size, &len, value);
+			append(out, size, &len, "\"");
+		} else {
+			append(out, size, &len, "=");
+			append(out, size, &len, value);
+		}
 	}
-	jstr(out);
-	free(out);
-	free(s);
+}
+
+/* The command line S, secrets removed, as a JSON string (or null). */
+static void jcmdline(char *s)
+{
+	char out[MAX_CMDLINE + 1];
+
+	if (!s) {
+		printf("null");
+		return;
+	}
+	redact(s, out, sizeof(out));
+	jstr_n(out, MAX_CMDLINE);
 }
 
 static int skip_entry(const struct dirent *d)
@@ -199,6 +238,26 @@ static void jfilef(const char *fmt, const char *name)
 	jfile(path);
 }
 
+/* NAME's addresses in ADDRS, "NAME ADDRESS/PREFIX" lines written by
+ * report-send from `ip -o addr`, as a JSON array of at most 16. */
+static void jaddresses(const char *addrs, const char *name)
+{
+	size_t nl = strlen(name);
+	int k = 0;
+
+	printf("[");
+	for (const char *l = addrs; l && *l;) {
+		size_t len = strcspn(l, "\n");
+
+		if (len > nl + 1 && !strncmp(l, name, nl) && l[nl] == ' ' && k < 16) {
+			printf("%s", k++ ? ", " : "");
+			jstr_n(l + nl + 1, len - nl - 1);
+		}
+		l += len + (l[len] == '\n');
+	}
+	printf("]");
+}
+
 static void interfaces(void)
 {
 	static char n[MAX_ITEMS][64];
@@ -214,19 +273,9 @@ static void interfaces(void)
 		jstr(n[i]);
 		printf(", \"mac\": ");
 		jfilef("/sys/class/net/%s/address", n[i]);
-		printf(", \"addresses\": [");
-		/* "NAME ADDRESS/PREFIX" lines, written by report-send from `ip -o addr`. */
-		int k = 0;
-		for (char *l = addrs; l && *l;) {
-			size_t len = strcspn(l, "\n"), nl = strlen(n[i]);
-
-			if (len > nl + 1 && !strncmp(l, n[i], nl) && l[nl] == ' ' && k < 16) {
-				printf("%s", k++ ? ", " : "");
-				jstr_n(l + nl + 1, len - nl - 1);
-			}
-			l += len + (l[len] == '\n');
-		}
-		printf("]}");
+		printf(", \"addresses\": ");
+		jaddresses(addrs, n[i]);
+		printf("}");
 	}
 	printf("]");
 	free(addrs);
@@ -281,10 +330,21 @@ static void block_devices(int assembled)
 	printf("]");
 }
 
-/* rescue-fsck's records: MODE DEVICE STATUS SECONDS UNDO-FILE MEANING, tab-separated. */
-static void fsck_results(void)
+/* An exit status as a JSON number, which allows no leading zeros ("007" is
+ * 7), or null when S is not one. */
+static void jstatus(const char *s)
 {
-	char *s = slurp("/run/extrescue/fsck.results");
+	size_t n = strspn(s, "0123456789");
+
+	if (n && !s[n] && n <= 9)
+		printf("%ld", strtol(s, NULL, 10));
+	else
+		printf("null");
+}
+
+/* rescue-fsck's records in S: MODE DEVICE STATUS SECONDS UNDO-FILE MEANING, tab-separated. */
+static void jfsck(char *s)
+{
 	int n = 0;
 
 	printf("[");
@@ -308,7 +368,9 @@ static void fsck_results(void)
 		jstr(f[0]);
 		printf(", \"device\": ");
 		jstr(f[1]);
-		printf(", \"status\": %s, \"meaning\": ", strspn(f[2], "0123456789") == strlen(f[2]) && *f[2] ? f[2] : "null");
+		printf(", \"status\": ");
+		jstatus(f[2]);
+		printf(", \"meaning\": ");
 		jstr(f[5]);
 		printf(", \"seconds\": %ld, \"undo_file\": ", strtol(f[3], NULL, 10));
 		if (*f[4] && strcmp(f[4], "-")) {
@@ -323,28 +385,43 @@ static void fsck_results(void)
 		printf("}");
 	}
 	printf("]");
-	free(s);
 }
 
+/* The VERSION_ID of the os-release text OS as a JSON string (or null). */
+static void jversion(char *os)
+{
+	char *v = os ? strstr(os, "VERSION_ID=") : NULL;
+
+	if (!v) {
+		printf("null");
+		return;
+	}
+	v += 11;
+	v[strcspn(v, "\n")] = 0;
+	jstr_n(v, 64);
+}
+
+/* extscan's own JSON (its strings are escaped there) as it is, when it is
+ * one whole array; null if it did not run or stopped half-way. */
+static void jextscan(char *scan)
+{
+	if (scan && scan[strspn(scan, " \n")] == '[' && strlen(scan) < MAX_FILE &&
+	    strrchr(scan, ']') && !strrchr(scan, ']')[1 + strspn(strrchr(scan, ']') + 1, " \n")])
+		fputs(scan, stdout);
+	else
+		printf("null");
+}
+
+#ifndef FUZZING
 int main(int argc, char **argv)
 {
-	char *scan, *uptime;
+	char *uptime;
 
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--root") && i + 1 < argc)
 			root = argv[++i];
 	printf("{\n  \"schema\": 1,\n  \"extrescue\": ");
-	{
-		char *os = slurp("/etc/os-release"), *v = os ? strstr(os, "VERSION_ID=") : NULL;
-
-		if (v) {
-			v += 11;
-			v[strcspn(v, "\n")] = 0;
-			jstr_n(v, 64);
-		} else
-			printf("null");
-		free(os);
-	}
+	from_file("/etc/os-release", jversion);
 	printf(",\n  \"kernel\": ");
 	jfile("/proc/sys/kernel/osrelease");
 	uptime = slurp("/proc/uptime");
@@ -361,29 +438,23 @@ int main(int argc, char **argv)
 	printf(",\n    \"interfaces\": ");
 	interfaces();
 	printf("\n  },\n  \"cmdline\": ");
-	jcmdline();
+	from_file("/proc/cmdline", jcmdline);
 	printf(",\n  \"disks\": ");
 	block_devices(0);
 	printf(",\n  \"assembled\": ");
 	block_devices(1);
-	/* extscan's own JSON (its strings are escaped there); null if it did not run. */
-	scan = slurp("/run/extscan.json");
 	printf(",\n  \"extscan\": ");
-	if (scan && scan[strspn(scan, " \n")] == '[' && strlen(scan) < MAX_FILE &&
-	    strrchr(scan, ']') && !strrchr(scan, ']')[1 + strspn(strrchr(scan, ']') + 1, " \n")])
-		fputs(scan, stdout);
-	else
-		printf("null");
-	free(scan);
+	from_file("/run/extscan.json", jextscan);
 	printf(",\n  \"fsck\": ");
-	fsck_results();
+	from_file("/run/extrescue/fsck.results", jfsck);
 	/* "ED25519 SHA256:..." lines, written by sshd-up when the server started. */
 	printf(",\n  \"ssh_host_keys\": ");
-	jlines("/run/extrescue/ssh/fingerprints");
+	from_file("/run/extrescue/ssh/fingerprints", jlines);
 	printf(",\n  \"errors\": ");
-	jlines("/run/extrescue/errors");
+	from_file("/run/extrescue/errors", jlines);
 	printf(",\n  \"messages\": ");
-	jlines("/run/extrescue/report/messages");
+	from_file("/run/extrescue/report/messages", jlines);
 	printf("\n}\n");
 	return 0;
 }
+#endif

@@ -129,6 +129,9 @@ const char *url_check(const char *url)
 			return "has no host name";
 	}
 	if (*p == ':') {
+		/* strtol would skip blanks and take a sign. */
+		if (p[1] < '0' || p[1] > '9')
+			return "has a port that is not 1-65535";
 		port = strtol(p + 1, &end, 10);
 		if (end == p + 1 || port < 1 || port > 65535)
 			return "has a port that is not 1-65535";
@@ -139,5 +142,43 @@ const char *url_check(const char *url)
 	for (; *p; p++)
 		if ((unsigned char)*p <= 0x20 || (unsigned char)*p > 0x7e || strchr("\"'\\`<>", *p))
 			return "holds spaces, quotes or control characters";
+	return NULL;
+}
+
+const char *keyurl_check(const char *value, char *url, size_t url_size, char pin[KEYURL_PIN + 1])
+{
+	static const char mark[] = "#sha256=";
+	const char *hash = strchr(value, '#'), *why;
+	size_t len = hash ? (size_t)(hash - value) : strlen(value);
+	char plain[1025];
+
+	if (len >= sizeof(plain))
+		return "is longer than 1024 characters";
+	memcpy(plain, value, len);
+	plain[len] = 0;
+	if ((why = url_check(plain)))
+		return why;
+	if (hash) {
+		const char *hex = hash + sizeof(mark) - 1;
+
+		if (strncmp(hash, mark, sizeof(mark) - 1))
+			return "has a # part that is not #sha256= and the file's sha256 (64 hex digits)";
+		if (strlen(hex) != KEYURL_PIN || strspn(hex, "0123456789abcdefABCDEF") != KEYURL_PIN)
+			return "has a #sha256= pin that is not 64 hex digits";
+	}
+	if (url) {
+		if (len >= url_size)
+			return "is too long";
+		memcpy(url, plain, len + 1);
+	}
+	if (pin) {
+		pin[0] = 0;
+		for (size_t i = 0; hash && i < KEYURL_PIN; i++) {
+			char c = hash[sizeof(mark) - 1 + i];
+
+			pin[i] = (char)(c >= 'A' && c <= 'F' ? c - 'A' + 'a' : c);
+			pin[i + 1] = 0;
+		}
+	}
 	return NULL;
 }

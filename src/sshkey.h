@@ -1,6 +1,8 @@
 #ifndef EXTRESCUE_SSHKEY_H
 #define EXTRESCUE_SSHKEY_H
 
+#include <stddef.h>
+
 #define SSHKEY_MAX_LINE 4096	/* an RSA 16384 key is about 2.8 KB of text */
 
 /*
@@ -14,5 +16,16 @@ const char *sshkey_check(const char *line);
 /* NULL when URL is http://HOST[:PORT]/PATH as the image's wget can fetch
  * it; otherwise why not. */
 const char *url_check(const char *url);
+
+#define KEYURL_PIN 64	/* hex digits of a sha256 */
+
+/*
+ * NULL when VALUE is a URL of an authorized_keys file as rescue.ssh_key=
+ * takes it: http://HOST[:PORT]/PATH, then optionally #sha256= and the 64 hex
+ * digits of the file's sha256 (the pin); otherwise why not. When taken, URL
+ * (URL_SIZE bytes) gets the URL without its pin and PIN the pin in lower case,
+ * or "" without one; either may be NULL.
+ */
+const char *keyurl_check(const char *value, char *url, size_t url_size, char pin[KEYURL_PIN + 1]);
 
 #endif

@@ -144,3 +144,47 @@ def test_authorized_keys_from_a_url_are_checked(text, status, kept, said):
     r = host([AUTHKEYS, "http://10.0.2.2/keys"], input=text.decode("latin-1"))
     assert r.returncode == status and len(r.stdout.splitlines()) == kept, (r.stdout, r.stderr)
     assert said in r.stderr
+
+
+PIN = "9F86D081884C7D659A2FEAA0C55AD015A3BF4F1B2B0B822CD15D6C15B0F00A08"
+
+
+def test_key_urls_carry_a_pin(tmp_path):
+    """A key URL with its file's sha256 is taken as given; the flag that
+    takes one without a pin is a parameter of its own."""
+    url = f"http://10.0.2.2:8080/keys#sha256={PIN}"
+    params, _, warnings = parse(tmp_path, f"rescue.ssh_key={url} rescue.ssh_key=http://[fd00::1]/k "
+                                          "rescue.ssh_key_insecure=1")
+    assert not warnings
+    assert params == {"ssh_key": f"{url}\nhttp://[fd00::1]/k\n", "ssh_key_insecure": "1"}
+
+
+@pytest.mark.parametrize("arg,warning", [
+    (f"rescue.ssh_key=http://h/keys#sha256={PIN[:63]}", "has a #sha256= pin that is not 64 hex digits"),
+    (f"rescue.ssh_key=http://h/keys#sha256={PIN}0", "has a #sha256= pin that is not 64 hex digits"),
+    (f"rescue.ssh_key=http://h/keys#sha256={PIN[:63]}g", "has a #sha256= pin that is not 64 hex digits"),
+    (f"rescue.ssh_key=http://h/keys#md5={PIN[:32]}", "has a # part that is not #sha256="),
+    (f"rescue.ssh_key=http://h/keys#sha256={PIN}#sha256={PIN}", "has a #sha256= pin that is not 64 hex"),
+    (f"rescue.ssh_key=http://h#sha256={PIN}", "has no /PATH after its host"),
+    (f"rescue.ssh_key=https://h/keys#sha256={PIN}", "is not an http:// URL"),
+    ("rescue.ssh_key_insecure=yes", "rescue.ssh_key_insecure=yes is not one of the accepted values"),
+])
+def test_bad_key_pins_are_named_and_ignored(tmp_path, arg, warning):
+    params, _, warnings = parse(tmp_path, f"{arg} rescue.fsck=check")
+    assert params == {"fsck": "check"}, params
+    assert len(warnings) == 1 and warning in warnings[0], warnings
+
+
+@pytest.mark.parametrize("value,status,out,said", [
+    (f"http://10.0.2.2:8080/keys#sha256={PIN}", 0, f"http://10.0.2.2:8080/keys {PIN.lower()}\n", ""),
+    ("http://10.0.2.2/keys", 0, "http://10.0.2.2/keys -\n", ""),
+    ("http://10.0.2.2/keys#sha256=abc", 1, "", "has a #sha256= pin that is not 64 hex digits"),
+    ("http://10.0.2.2/a b", 1, "", "holds spaces, quotes or control characters"),
+    ("ssh-ed25519 AAAA", 1, "", "is not an http:// URL"),
+])
+def test_authkeys_splits_a_key_url_from_its_pin(value, status, out, said):
+    r = host(["make", "--no-print-directory", "-C", TOP, AUTHKEYS])
+    assert r.returncode == 0, r.stderr
+    r = host([AUTHKEYS, "--url", value])
+    assert (r.returncode, r.stdout) == (status, out), (r.stdout, r.stderr)
+    assert said in r.stderr and (not said or len(r.stderr.splitlines()) == 1), r.stderr

@@ -11,10 +11,12 @@ import socket
 import threading
 import time
 
+import subprocess
+
 import pexpect
 import pytest
 
-from disks import damaged, make_fs
+from disks import damaged, fsck_clean, make_fs
 from harness import host, scaled
 
 MAC = "52:54:00:12:34:56"
@@ -157,26 +159,156 @@ def test_no_key_nothing_listens(guest):
     assert not g.run("test -e /run/dropbear.pid")[0] == 0
 
 
+def sha256_of(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+class Served:
+    """serve() that also keeps the paths asked for."""
+
+    def __init__(self, folder):
+        asked = self.asked = []
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def __init__(self, *a):
+                super().__init__(*a, directory=folder)
+
+            def log_message(self, fmt, *a):
+                asked.append(self.path)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base = f"http://10.0.2.2:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
 def test_keys_fetched_from_url(guest, tmp_path):
+    """Keys at a URL are taken only from the file its #sha256= pin names: a
+    URL without a pin is not even fetched, a file whose sha256 differs
+    (someone else answering) is refused, each with one line; with
+    rescue.ssh_key_insecure=1 (here from the shell) an unpinned URL is taken,
+    with a line that says what that means."""
     folder = str(tmp_path)
     key, pub = keypair(folder, "admin")
+    unpinned, unpinned_pub = keypair(folder, "unpinned")
+    forged, forged_pub = keypair(folder, "forged")
     (tmp_path / "keys").write_text(f"# the team's keys\n{pub}\nnot a key at all\n")
-    server = serve(folder)
+    (tmp_path / "plain").write_text(f"{unpinned_pub}\n")
+    (tmp_path / "swapped").write_text(f"{forged_pub}\n")
+    pin = sha256_of(tmp_path / "keys")
+    served = Served(folder)
     port = free_port()
     try:
-        url = f"http://10.0.2.2:{server.server_address[1]}/keys"
-        g = boot(guest, "net-keyurl", f"ip=dhcp rescue.ssh_key={url}", [f"virtio-net-pci,fwd={port}:22"])
+        url = f"{served.base}/keys"
+        g = boot(guest, "net-keyurl",
+                 f"ip=dhcp rescue.ssh_key={url}#sha256={pin.upper()} rescue.ssh_key={served.base}/plain "
+                 f"rescue.ssh_key={served.base}/swapped#sha256={pin}", [f"virtio-net-pci,fwd={port}:22"])
         log = g.serial_log()
         assert f"rescue.ssh_key={url} line 3 is not a public key" in log, log[-1500:]
+        assert (f"rescue.ssh_key={served.base}/plain has no #sha256= pin, so it is not fetched: whoever answers for "
+                "that address would get a root shell") in log, log[-2000:]
+        assert re.search(rf"rescue\.ssh_key={re.escape(served.base)}/swapped is refused: the file fetched has sha256 "
+                         rf"{sha256_of(tmp_path / 'swapped')[:16]}\.\.\., the pin says {pin[:16]}\.\.\.", log), log[-2000:]
+        assert "/plain" not in served.asked, served.asked
         assert "SSH on port 22 for 1 key(s)" in log
         r = ssh(key, port, "cat /etc/os-release", folder)
         assert r.returncode == 0 and "extrescue" in r.stdout, r.stderr
+        for other in (unpinned, forged):
+            r = ssh(other, port, "true", folder)
+            assert r.returncode == 255 and "Permission denied (publickey)" in r.stderr, r.stderr
+
+        # Accepting the risk takes the unpinned file, and says so.
+        g.check("echo 1 > /run/extrescue/param/ssh_key_insecure")
+        out = g.check(f"rescue-net ssh {served.base}/plain 2>&1", timeout=120)
+        assert "taken without a pin (rescue.ssh_key_insecure=1): whoever answers for that address gets a root shell" \
+            in out, out
+        r = ssh(unpinned, port, "true", folder)
+        assert r.returncode == 0, r.stderr
     finally:
-        server.shutdown()
+        served.server.shutdown()
+
+
+def test_repair_outlives_a_dropped_ssh_session(guest, tmp_path):
+    """A repair started over SSH goes on when the connection drops in pass 1
+    (the terminal hung up, its shell gone): the whole run and its summary are
+    in rescue-fsck's log, the volume checks clean from the host, and its undo
+    file takes the repair back."""
+    folder = str(tmp_path)
+    key, pub = keypair(folder, "admin")
+    # Pass 1 reads every inode table: two million inodes, tens of thousands
+    # in use, keep it going for a while under TCG.
+    src = tmp_path / "many"
+    for d in range(100):
+        (src / f"d{d:02d}").mkdir(parents=True)
+        for i in range(250):
+            (src / f"d{d:02d}" / f"f{i:03d}").write_text(f"{d} {i}\n")
+    big = str(tmp_path / "big.img")
+    make_fs(big, "2G", label="xrbig", populate=str(src),
+            options=["-N", "2000000", "-O", "^metadata_csum,^uninit_bg", "-E", "lazy_itable_init=0"])
+    subprocess.run(["debugfs", "-w", "-R", "clri /d07/f123", big], check=True, capture_output=True)
+    subprocess.run(["debugfs", "-w", "-R", "clri /d42/f007", big], check=True, capture_output=True)
+    assert host(["e2fsck", "-fn", big]).returncode == 4
+    original = str(tmp_path / "big.orig")
+    subprocess.run(["cp", "--sparse=always", big, original], check=True)
+    undo = str(tmp_path / "undo.img")
+    make_fs(undo, "256M", label="xrundo")
+    port = free_port()
+    g = boot(guest, "net-ssh-drop", f'ip=dhcp rescue.ssh_key="{pub}"', [f"virtio-net-pci,fwd={port}:22"],
+             [big, undo])
+    g.check("mkdir -p /mnt/u && mount /dev/vdb /mnt/u")
+
+    # -tt: a terminal, as an administrator's session has; stdin stays open.
+    with open(tmp_path / "ssh.out", "wb") as out:
+        client = subprocess.Popen(["ssh", *SSH_OPTS, "-o", f"UserKnownHostsFile={folder}/known_hosts", "-i", key,
+                                   "-p", str(port), "-tt", "root@127.0.0.1",
+                                   "rescue-fsck repair --undo-dir /mnt/u /dev/vda"],
+                                  stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + scaled(180)
+            while g.run("pidof e2fsck")[0] != 0:
+                assert client.poll() is None, "ssh ended before e2fsck started: " + open(out.name).read()[-1500:]
+                assert time.monotonic() < deadline, "e2fsck never started: " + open(out.name).read()[-1500:]
+                time.sleep(1)
+        finally:
+            client.kill()
+            client.wait()
+    # The session is over on the guest too: only the listening dropbear is left.
+    g.check("n=0; while [ $(pidof dropbear | wc -w) -gt 1 ] && [ $n -lt 60 ]; do sleep 1; n=$((n+1)); done; "
+            "[ $(pidof dropbear | wc -w) -eq 1 ]", timeout=90)
+    if g.run("pidof e2fsck")[0] != 0:
+        over = g.run("[ -e /run/extrescue/rescue-fsck.status ]")[0] == 0
+        pytest.fail("the repair was over before its session ended: make the volume bigger" if over else
+                    "the repair died with its session: " + open(tmp_path / "ssh.out", errors="replace").read()[-1500:])
+    # Logged in again, a second run is refused and points at the first one's log.
+    status, out = g.run("rescue-fsck check /dev/vda")
+    assert status == 2 and "another check or repair is still running" in out and \
+        "tail -f /run/extrescue/rescue-fsck.log" in out, out
+    # Until it ends, or dies with its session (then nothing runs it any more).
+    g.check("n=0; while [ ! -e /run/extrescue/rescue-fsck.status ] && pgrep -f rescue-fsck > /dev/null && "
+            "[ $n -lt 1200 ]; do sleep 1; n=$((n+1)); done", timeout=1300)
+    assert g.run("[ -e /run/extrescue/rescue-fsck.status ]")[0] == 0, \
+        "the repair died with its session: " + g.check("tail -c 1500 /run/extrescue/rescue-fsck.log; true")
+    summary = g.check("sed -n '/rescue-fsck repair: summary/,$p' /run/extrescue/rescue-fsck.log")
+    m = re.search(r"^/dev/vda\s+1\s+errors corrected \(undo: e2undo /mnt/u/(vda-\d{8}-\d{6}-0\.e2undo) /dev/vda\)",
+                  summary, re.M)
+    assert m, summary
+    assert g.check("cat /run/extrescue/rescue-fsck.status").strip() == "1"
+    g.check("umount /mnt/u")
+    assert g.poweroff() == 0
+    g.assert_no_fatal()
+
+    fsck_clean(big)
+    # The undo file is whole: it gives back the damaged volume byte for byte.
+    saved = str(tmp_path / "repair.e2undo")
+    subprocess.run(["debugfs", "-R", f"dump /{m.group(1)} {saved}", undo], check=True, capture_output=True)
+    r = host(["e2undo", saved, big])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert host(["cmp", big, original]).returncode == 0, "e2undo did not give back the damaged volume"
 
 
 def test_bad_network_values_are_named(guest, tmp_path):
     (tmp_path / "big").write_bytes(b"ssh-ed25519 " + b"A" * (10 << 20))
+    pin = sha256_of(tmp_path / "big")
     server = serve(str(tmp_path))
     dead = free_port()
     try:
@@ -184,7 +316,9 @@ def test_bad_network_values_are_named(guest, tmp_path):
         g = boot(guest, "net-bad",
                  "ip=10.0.2.99:::255.0.255.0::eth0:none ip=dhcp:bogus vlan=nope ifname=x:zz nameserver=$(reboot) "
                  'rescue.ssh_key="ssh-ed25519 AAAAC3NzaC1lZDI1!!!! x" '
-                 f"rescue.ssh_key=http://10.0.2.2:{http_port}/big rescue.ssh_key=http://10.0.2.2:{dead}/keys "
+                 f"rescue.ssh_key=http://10.0.2.2:{http_port}/big#sha256={pin} "
+                 f"rescue.ssh_key=http://10.0.2.2:{dead}/keys#sha256={pin} "
+                 f"rescue.ssh_key=http://10.0.2.2:{http_port}/big#sha256={pin[:40]} "
                  "ip=eth9:dhcp ip=dhcp rescue.timeout=6",
                  ["virtio-net-pci"])
         log = g.serial_log()
@@ -200,6 +334,8 @@ def test_bad_network_values_are_named(guest, tmp_path):
                      "eth0: 10.0.2.15/24 by DHCP",
                      "no usable key in rescue.ssh_key=; the SSH server is not started"]:
             assert line in log, f"missing {line!r} in {log[-3000:]}"
+        assert re.search(rf"rescue\.ssh_key=http://10\.0\.2\.2:{http_port}/big#sha256=\S* has a #sha256= pin that is "
+                         r"not 64 hex digits; ignored", log), log[-3000:]
         assert listening(g) == []
         assert g.check("echo alive").strip() == "alive"
         g.assert_no_fatal()

@@ -77,3 +77,40 @@ def test_report_of_an_empty_system(tmp_path):
     r = host([REPORT, "--root", str(tmp_path)])
     doc = json.loads(r.stdout)
     assert doc["extscan"] is None and doc["fsck"] == [] and doc["machine"]["interfaces"] == []
+
+
+def test_many_secrets_on_the_command_line(tmp_path):
+    """Issue 32: each short secret grows when redacted ("key=a" is 5 bytes,
+    "key=<removed>" 13); 64 of them overflowed the buffer sized from the
+    input. The report must stay whole, bounded and free of the values."""
+    values = [f"{c}" for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"] + ["", "Q9"]
+    words = [f"key={v}" for v in values]
+    line = " ".join(["console=ttyS0"] + words[:32] + ["luks.pass=hunter2", "rescue.fsck=check"] + words[32:])
+    write(tmp_path, "/proc/cmdline", line + "\n")
+    r = host([REPORT, "--root", str(tmp_path)])
+    assert r.returncode == 0 and not r.stderr, r.stderr[-2000:]
+    doc = json.loads(r.stdout)
+    shown = doc["cmdline"].split(" ")
+    assert shown == (["console=ttyS0"] + ["key=<removed>"] * 32 + ["luks.pass=<removed>", "rescue.fsck=check"] +
+                     ["key=<removed>"] * 32), shown
+    assert "hunter2" not in r.stdout and "Q9" not in r.stdout
+
+
+def test_secret_names_are_found_in_long_parameter_names(tmp_path):
+    """A secret's name is looked for in the whole parameter name, not only its first 63 bytes."""
+    write(tmp_path, "/proc/cmdline", "x" * 100 + "_key=s3cr3tvalue " + "y" * 5000 + "=1 token=t0k3nvalue\n")
+    r = host([REPORT, "--root", str(tmp_path)])
+    assert r.returncode == 0 and not r.stderr, r.stderr[-2000:]
+    doc = json.loads(r.stdout)
+    assert doc["cmdline"].startswith("x" * 100 + "_key=<removed> yyy") and len(doc["cmdline"]) == 4096
+    assert "s3cr3tvalue" not in r.stdout and "t0k3nvalue" not in r.stdout
+
+
+def test_fsck_status_is_a_json_number(tmp_path):
+    """Found by fuzz-report: a status with leading zeros was copied as it was, and JSON has no 007."""
+    write(tmp_path, "/run/extrescue/fsck.results", "repair\t/dev/vda\t007\t1\t-\tok\n"
+                                                   "check\t/dev/vdb\t0\t1\t-\tclean\n"
+                                                   "check\t/dev/vdc\t" + "9" * 30 + "\t1\t-\tx\n")
+    r = host([REPORT, "--root", str(tmp_path)])
+    assert r.returncode == 0 and not r.stderr, r.stderr
+    assert [f["status"] for f in json.loads(r.stdout)["fsck"]] == [7, 0, None]

@@ -4,7 +4,7 @@ import re
 import shutil
 import subprocess
 
-from disks import blank, cat, damaged, fsck_clean, make_fs, sha256_file
+from disks import blank, cat, damaged, fsck_clean, make_fs, sha256_file, tree
 from harness import boot_with_disks, host, run_to_poweroff
 
 
@@ -130,3 +130,60 @@ def test_progress_lines_in_an_unattended_check(guest, tmp_path):
     assert len(lines) >= 2, log[-3000:]
     done = [int(p) for _, p, _, _ in lines]
     assert done == sorted(done) and done[-1] > done[0], lines
+
+
+def inodes_left(img, free):
+    """Takes IMG's free inodes (FIFOs, no blocks) until FREE are left."""
+    have = int(re.search(r"Free inodes:\s+(\d+)", host(["dumpe2fs", "-h", img]).stdout).group(1))
+    cmds = os.path.join(os.path.dirname(img), "fill.debugfs")
+    with open(cmds, "w") as f:
+        f.write("".join(f"mknod taken{i} p\n" for i in range(have - free)))
+    subprocess.run(["debugfs", "-w", "-f", cmds, img], check=True, capture_output=True)
+    assert f"Free inodes:              {free}\n" in host(["dumpe2fs", "-h", img]).stdout
+
+
+def test_both_undo_files_named_and_no_undo_file_stops_nothing(guest, tmp_path):
+    """A volume that opens only from the backup superblock gets two undo
+    files and the summary names both, the last first; then the undo disk can
+    hold no more files, and the volumes after it are named in the summary as
+    not repaired instead of the run stopping there."""
+    src = tmp_path / "gd-tree"
+    src.mkdir()
+    tree(str(src), files=12)
+    gd = str(tmp_path / "gd.img")
+    make_fs(gd, "64M", label="xrgd", populate=str(src), options=["-b", "1024"])
+    with open(gd, "r+b") as f:          # the group descriptors (block 2) zeroed
+        f.seek(2048)
+        f.write(bytes(1024))
+    original = str(tmp_path / "gd.orig")
+    shutil.copy(gd, original)
+    b, c = damaged(tmp_path, "xrb"), damaged(tmp_path, "xrc")
+    before = [sha256_file(b), sha256_file(c)]
+    # Room for exactly two undo files: the first try's and the second's.
+    undo_disk = str(tmp_path / "undo.img")
+    make_fs(undo_disk, "32M", fstype="ext2", label="xrundo", options=["-N", "64"])
+    inodes_left(undo_disk, 2)
+
+    g = boot_with_disks(guest, "fsck-undo-names", [gd, b, c, undo_disk])
+    g.check("mkdir -p /mnt/u && mount /dev/vdd /mnt/u")
+    status, out = g.run("rescue-fsck repair --undo-dir /mnt/u /dev/vda /dev/vdb /dev/vdc", timeout=300)
+    g.check("umount /mnt/u")
+    assert g.poweroff() == 0
+    assert "/dev/vda did not open; again from the backup superblock" in out, out[-3000:]
+    assert "rescue-fsck repair: summary" in out, "the run stopped before its summary: " + out[-3000:]
+    summary = out.split("rescue-fsck repair: summary")[1]
+    m = re.search(r"^/dev/vda\s+\d+\s+errors corrected.*\(undo: e2undo /mnt/u/(vda-\d{8}-\d{6}-\d+\.e2undo) /dev/vda, "
+                  r"then e2undo /mnt/u/(vda-\d{8}-\d{6}-\d+\.e2undo) /dev/vda\)", summary, re.M)
+    assert m and m.group(1) != m.group(2), summary
+    for dev in ("/dev/vdb", "/dev/vdc"):
+        assert re.search(rf"^{dev}\s+-\s+not repaired: cannot create an undo file in /mnt/u$", summary, re.M), summary
+        assert f"rescue-fsck: {dev}: cannot create an undo file in /mnt/u" in out, out[-3000:]
+    assert status & 8, f"exit status {status}: a volume left unrepaired is an operational error (8)"
+    assert [sha256_file(b), sha256_file(c)] == before, "a volume without an undo file was written"
+    fsck_clean(gd)
+    # Taken back in the order named, the volume is the damaged one again (the
+    # first try did not open it, so its file may hold nothing to take back).
+    r = host(["e2undo", dump(undo_disk, f"/{m.group(1)}", tmp_path / "second.e2undo"), gd])
+    assert r.returncode == 0, r.stdout + r.stderr
+    host(["e2undo", dump(undo_disk, f"/{m.group(2)}", tmp_path / "first.e2undo"), gd])
+    assert sha256_file(gd) == sha256_file(original), "the two undo files did not give back the original"
