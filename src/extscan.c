@@ -53,7 +53,7 @@ struct result {
 	char mounted_rw[200];	/* where it is mounted read-write (an undo or scratch disk) */
 	char twin[512];		/* another device with the same filesystem UUID (a clone) */
 	char journal[512];	/* its external journal's device, or the volume whose journal it is */
-	int journal_missing;	/* it has an external journal that no device holds */
+	int journal_missing;	/* its external journal is on no device here (1) or on several (2) */
 };
 
 /* Everything one device is read for: its size, the superblock copies, its
@@ -160,7 +160,9 @@ static void judge(const struct raw *w, struct result *r)
 		if (extsb_parse(w->sb + c * EXTSB_SIZE, EXTSB_SIZE, &r->sb, &bwhy) != 0 ||
 		    r->sb.log_block_size != copies[c].log_block_size)
 			continue;
-		other = layout_foreign(&in);
+		/* The ext magic in place: the boot block before it is ext's too
+		 * (a boot loader may have written there). */
+		other = layout_foreign(&in, r->primary_magic ? 2048 : 0);
 		if (other || !(r->primary_magic || blank(w->sb, EXTSB_SIZE))) {
 			r->member.kind = LAYOUT_FOREIGN;
 			if (other)
@@ -583,7 +585,8 @@ static const char *journal_text(const struct result *r)
 		snprintf(text, sizeof(text), "external journal: %s", r->journal);
 	else {
 		uuid_text(r->sb.journal_uuid, uuid);
-		snprintf(text, sizeof(text), "external journal %s: on no device here (mount only with noload)", uuid);
+		snprintf(text, sizeof(text), "external journal %s: %s (mount only with noload)", uuid,
+			 r->journal_missing == 2 ? "on more than one device (a disk and its copy?)" : "on no device here");
 	}
 	return text;
 }
@@ -863,7 +866,7 @@ static void print_table(struct result *r, int n)
 		print_narrow(r, n, width);
 }
 
-/* A partition belongs to whatever its whole disk belongs to: the legs of a
+/* A partition belongs to what its whole disk belongs to: the legs of a
  * partitioned whole-disk RAID1 (md 0.90 or 1.0, IMSM, DDF) each show the
  * array's partition table, and their partitions its filesystems. DISK is
  * the partition's disk; its result is R[j] when it was scanned, else it is
@@ -886,7 +889,10 @@ static void inherit_disk_verdict(struct result *part, const char *name, struct r
 		system_layout(disk, &own.member);
 		d = &own;
 	}
-	if (d->member.kind == LAYOUT_NONE || d->member.kind == LAYOUT_PTABLE || d->member.kind == LAYOUT_FOREIGN)
+	/* Only metadata at the end of the disk puts the array's data, partition
+	 * table included, at the leg's start; a stale label in the gap before
+	 * the first partition says nothing about the partitions. */
+	if (!d->member.at_end && d->member.kind != LAYOUT_HELD && d->member.kind != LAYOUT_MULTIPATH)
 		return;
 	part->member.kind = d->member.kind;
 	snprintf(part->member.what, sizeof(part->member.what), "partition %.8s of %.32s: %.140s", number, disk,
@@ -936,15 +942,22 @@ static void link_journals(struct result *r, int n)
 	for (int k = 0; k < n; k++) {
 		if (!r[k].ok || !memcmp(r[k].sb.journal_uuid, no_uuid, 16))
 			continue;
-		r[k].journal_missing = 1;
+		int found = -1, copies = 0;
+
 		for (int j = 0; j < n; j++)
 			if (r[j].ok && r[j].member.kind == LAYOUT_NONE && !strcmp(extsb_kind(&r[j].sb), "journal") &&
 			    !memcmp(r[j].sb.uuid, r[k].sb.journal_uuid, 16)) {
-				snprintf(r[k].journal, sizeof(r[k].journal), "%s", r[j].dev);
-				snprintf(r[j].journal, sizeof(r[j].journal), "%s", r[k].dev);
-				r[k].journal_missing = 0;
-				break;
+				found = j;
+				copies++;
 			}
+		/* The journal's disk and a copy of it: replaying the wrong one
+		 * would write another disk's transactions into the volume. */
+		if (copies != 1) {
+			r[k].journal_missing = copies ? 2 : 1;
+			continue;
+		}
+		snprintf(r[k].journal, sizeof(r[k].journal), "%s", r[found].dev);
+		snprintf(r[found].journal, sizeof(r[found].journal), "%s", r[k].dev);
 	}
 }
 
@@ -1068,7 +1081,7 @@ int main(int argc, char **argv)
 			       "--member prints what each named device belongs to and exits 0 when\n"
 			       "any belongs to something, 1 when none does.\n"
 			       "--journal DEVICE prints the device of DEVICE's external journal (exit 0),\n"
-			       "exits 1 when it has none, 2 when no device holds it.\n");
+			       "exits 1 when it has none, 2 when no device or more than one holds it.\n");
 			return 0;
 		} else if (argv[i][0] == '-') {
 			fprintf(stderr, "extscan: unknown option '%s'; see extscan --help\n", argv[i]);
@@ -1105,8 +1118,10 @@ int main(int argc, char **argv)
 	if (member_only) {
 		int any = 0;
 
+		/* Another filesystem over old ext traces is not ext, but it
+		 * belongs to nothing: it may be mounted as what it is. */
 		for (int k = 0; k < n; k++)
-			if (r[k].member.kind != LAYOUT_NONE) {
+			if (r[k].member.kind != LAYOUT_NONE && r[k].member.kind != LAYOUT_FOREIGN) {
 				printf("%s: %s: %s\n", r[k].dev, r[k].member.what, layout_verdict(r[k].member.kind));
 				any = 1;
 			}

@@ -96,7 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	printable(layout_kind_name(out.kind), 64);
 	printable(layout_verdict(out.kind), 128);
-	foreign = layout_foreign(&in);
+	foreign = layout_foreign(&in, 0);
 	if (foreign)
 		printable(foreign, 64);
 

@@ -68,6 +68,7 @@ static int md1(const struct layout_input *in, struct layout *out)
 		md_level((int32_t) le32(sb + 72), lvl, sizeof(lvl));
 		text(name, sizeof(name), sb + 32, 32);
 		out->kind = LAYOUT_MD;
+		out->at_end = i == 2;
 		snprintf(out->what, sizeof(out->what),
 			 "md %s member (array %02x%02x%02x%02x:%02x%02x%02x%02x:%02x%02x%02x%02x:%02x%02x%02x%02x, "
 			 "%u devices, metadata %s%s%s)", lvl,
@@ -79,12 +80,37 @@ static int md1(const struct layout_input *in, struct layout *out)
 	return 0;
 }
 
+/* Where the partition table at the device's start says its last partition
+ * (or, for a GPT, the disk it was made for) ends, in bytes; 0 when there is
+ * no partition table. */
+static uint64_t table_end(const struct layout_input *in)
+{
+	const uint8_t *h = in->head;
+	uint64_t end = 0;
+
+	if (in->head_len < 512 || h[510] != 0x55 || h[511] != 0xaa)
+		return 0;
+	for (int i = 0; i < 4; i++) {
+		const uint8_t *e = h + 446 + 16 * i;
+		uint64_t last = ((uint64_t) le32(e + 8) + le32(e + 12)) * 512;
+
+		if (e[4] && last > end)
+			end = last;
+	}
+	/* A GPT's header names its backup's place: the last sector it covers. */
+	if (in->head_len >= 520 + 32 && !memcmp(h + 512, "EFI PART", 8))
+		end = (le64(h + 512 + 32) + 1) * 512;
+	else if (in->head_len >= 4096 + 40 && !memcmp(h + 4096, "EFI PART", 8))
+		end = (le64(h + 4096 + 32) + 1) * 4096;
+	return end;
+}
+
 /* md metadata 0.90: 64 KiB below the end, rounded down to 64 KiB. The
  * superblock has no offset of its own, so the last partition of a disk may
- * put its superblock where the whole disk's would be; but a whole-disk
- * member's data (its size field, KiB) reaches to within 64 KiB of the
- * superblock, and a partition's cannot, as it starts at least 64 KiB in.
- * WHOLE asks for a whole-disk member only. */
+ * put its superblock where the whole disk's would be. A whole-disk leg of a
+ * partitioned array shows the array's partition table, which ends within
+ * the array's data (the size field, KiB a member gives); a partitioned
+ * disk's table reaches past it. WHOLE asks for a whole-disk member only. */
 static int md090(const struct layout_input *in, struct layout *out, int whole)
 {
 	uint64_t where = (in->size & ~(uint64_t) 65535) - 65536;
@@ -96,8 +122,9 @@ static int md090(const struct layout_input *in, struct layout *out, int whole)
 	sb = at(in, where, 64);
 	if (!sb || le32(sb) != MD_MAGIC || le32(sb + 4) != 0 || le32(sb + 8) != 90)
 		return 0;
-	if (whole && (uint64_t) le32(sb + 32) * 1024 + 65536 <= where)
+	if (whole && table_end(in) > (uint64_t) le32(sb + 32) * 1024)
 		return 0;
+	out->at_end = 1;
 	md_level((int32_t) le32(sb + 28), lvl, sizeof(lvl));
 	out->kind = LAYOUT_MD;
 	snprintf(out->what, sizeof(out->what), "md %s member (array %08x:%08x:%08x:%08x, %u devices, metadata 0.90)",
@@ -235,6 +262,7 @@ static int fwraid(const struct layout_input *in, struct layout *out)
 		if (p && !memcmp(p, "Intel Raid ISM Cfg Sig. ", 24)) {
 			text(rev, sizeof(rev), p + 24, 8);
 			out->kind = LAYOUT_MD;
+			out->at_end = 1;
 			snprintf(out->what, sizeof(out->what), "Intel IMSM firmware RAID member (metadata %s)", rev);
 			return 1;
 		}
@@ -246,6 +274,7 @@ static int fwraid(const struct layout_input *in, struct layout *out)
 			text(vendor, sizeof(vendor), p + 8, (size_t) (memchr(p + 8, ' ', 8) ? (const uint8_t *) memchr(p + 8, ' ', 8) - (p + 8) : 8));
 			text(rev, sizeof(rev), p + 32, 8);
 			out->kind = LAYOUT_MD;
+			out->at_end = 1;
 			snprintf(out->what, sizeof(out->what), "DDF firmware RAID member (vendor %s, revision %s)",
 				 vendor[0] ? vendor : "?", rev);
 			return 1;
@@ -331,7 +360,6 @@ static const struct {
 	{"squashfs", 0, 4, "hsqs"},
 	{"gfs2", 65536, 4, "\x01\x16\x19\x70"},
 	{"ceph bluestore", 0, 22, "bluestore block device"},
-	{"nilfs2", 1024 + 6, 2, "\x34\x34"},
 };
 
 /* ZFS: the uberblock ring of the first label (128 to 256 KiB), one
@@ -349,10 +377,10 @@ static int zfs(const struct layout_input *in)
 	return 0;
 }
 
-const char *layout_foreign(const struct layout_input *in)
+const char *layout_foreign(const struct layout_input *in, uint64_t from)
 {
 	for (size_t i = 0; i < sizeof(foreign) / sizeof(foreign[0]); i++) {
-		const uint8_t *p = at(in, foreign[i].off, foreign[i].len);
+		const uint8_t *p = foreign[i].off >= from ? at(in, foreign[i].off, foreign[i].len) : NULL;
 
 		if (p && !memcmp(p, foreign[i].magic, foreign[i].len))
 			return foreign[i].name;

@@ -40,6 +40,8 @@ struct layout_input {
 struct layout {
 	enum layout_kind kind;
 	char what[200];		/* "md RAID1 member (array 1a2b..., metadata 1.0, name host:0)" */
+	int at_end;		/* RAID metadata at the end of the device (md 0.90 and 1.0, IMSM,
+				 * DDF): its data, partition table included, starts at the start */
 };
 
 /* Fills OUT with the first layout found on the device (kind LAYOUT_NONE and
@@ -52,10 +54,11 @@ void layout_probe(const struct layout_input *in, struct layout *out);
 uint64_t layout_lvm_text_offset(const uint8_t *head, size_t head_len, uint64_t size);
 
 /* The name of a filesystem or swap signature other than ext on the device
- * (xfs, btrfs, swap, zfs, ...), or NULL. Such a device made over an old ext
+ * (xfs, btrfs, swap, zfs, ...) at byte FROM or beyond, or NULL. Such a
+ * device made over an old ext
  * volume still holds that volume's backup superblocks; none of them may
  * stand in for the primary there. */
-const char *layout_foreign(const struct layout_input *in);
+const char *layout_foreign(const struct layout_input *in, uint64_t from);
 
 /* Short name of a kind ("md member", "LVM PV", ...) and what to do instead
  * of checking or mounting it ("assemble first", ...). */

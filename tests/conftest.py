@@ -106,6 +106,8 @@ def _shares_a_fixture(item):
     return False
 
 
+# Before xdist reads the groups (its own hook runs first otherwise).
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session, config, items):
     expected = timetable.expected_module_seconds()
     modules = {}
@@ -137,6 +139,6 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_unconfigure(config):
-    if _times and not hasattr(config, "workerinput") and not config.option.collectonly:
+    if not hasattr(config, "workerinput") and not config.option.collectonly:
         timetable.record(_times, append=bool(os.environ.get("EXTRESCUE_TIMES_APPEND")),
                          wall=time.monotonic() - _started)
