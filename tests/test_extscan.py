@@ -281,12 +281,19 @@ def test_backup_superblock_needs_a_layout(tmp_path):
 
 def test_md090_of_the_last_partition_is_not_the_disks(tmp_path):
     """The last partition of a disk may hold its 0.90 superblock where the
-    whole disk's would be; its data cannot reach that close, so the disk
-    reads as partitioned (use the partitions), not as a member."""
+    whole disk's would be; the disk's partition table then reaches past the
+    member's data, so the disk reads as partitioned (use the partitions)."""
     img = image(tmp_path, "lastpart", size="64M", options=["-b", "4096"])
-    mbr(str(img))
-    md090(str(img), (os.path.getsize(img) - (1 << 20)) // 1024 - 128)
+    sectors = os.path.getsize(img) // 512 - 2048
+    put(str(img), 446, bytes([0, 0, 0, 0, 0x83, 0, 0, 0]) + (2048).to_bytes(4, "little") + sectors.to_bytes(4, "little"))
+    put(str(img), 510, b"\x55\xaa")
+    md090(str(img), (sectors * 512 & ~65535) // 1024 - 64)
     assert scan(img)[0]["member"] == "partitioned"
+    # The same superblock on a whole-disk leg: the array's table ends
+    # within the array's data.
+    md090(str(img), (os.path.getsize(img) & ~65535) // 1024 - 64)
+    put(str(img), 446 + 12, (sectors - 4096).to_bytes(4, "little"))
+    assert scan(img)[0]["member"] == "md member"
 
 
 def over_old_ext(tmp_path, name, mkfs):
