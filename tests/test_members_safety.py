@@ -28,9 +28,10 @@ def put(img, offset, data):
 def firmware_raid_leg(img, tail_offset, signature):
     """A leg of a firmware RAID1 (the firmware writes its metadata, no tool of
     ours does): the array's MBR with one partition holding an ext4, then the
-    metadata's signature, written as the firmware would, at the disk's end."""
+    metadata's signature, written as the firmware would, at the disk's end
+    (the array, and so its partition, ends before the metadata)."""
     blank(img, "40M")
-    subprocess.run([SFDISK, "-q", img], input="label: dos\n2048,,L\n", text=True, check=True)
+    subprocess.run([SFDISK, "-q", img], input="label: dos\n2048,61440,L\n", text=True, check=True)
     subprocess.run(["mke2fs", "-q", "-F", "-t", "ext4", "-L", "xrfw", "-E", "offset=1048576", img, "30M"], check=True)
     put(img, os.path.getsize(img) - tail_offset, signature)
 
