@@ -93,7 +93,10 @@ def pytest_configure(config):
 # test goes wherever a worker is free. The slowest modules are handed out
 # first (times of the last run in this tree, else tests/durations), so no
 # long module is left for the end.
-CHEAP_SHARED = {"tmp_path_factory", "_drop_module_folders", "worker_id", "testrun_uid"}
+# The built servers come from the image cache under a lock (tests/image_cache.py):
+# a worker that needs one uses the other's, so their scenarios spread too.
+CHEAP_SHARED = {"tmp_path_factory", "_drop_module_folders", "worker_id", "testrun_uid",
+                "server", "uefi_server", "encrypted_server"}
 
 
 def _shares_a_fixture(item):

@@ -14,6 +14,7 @@ import tarfile
 import tempfile
 import time
 
+import image_cache
 from disks import make_fs
 from harness import OUT, TOP, Guest, GuestError, host, scaled
 
@@ -136,12 +137,16 @@ def fstab(firmware):
     return lines + f"UUID={SRV_UUID} /srv ext4 defaults 0 2\n"
 
 
-def unpack(folder):
-    """The cached Debian tree (built by tests/server/build-fixture on first
-    use), unpacked in FOLDER/tree; returns its path."""
+def fixture_tarball():
+    """The cached Debian tree's tarball (built by tests/server/build-fixture on first use)."""
     r = host([FIXTURE])
     assert r.returncode == 0, r.stderr
-    tarball = r.stdout.strip().splitlines()[-1]
+    return r.stdout.strip().splitlines()[-1]
+
+
+def unpack(folder):
+    """The cached Debian tree unpacked in FOLDER/tree; returns its path."""
+    tarball = fixture_tarball()
     tree = os.path.join(folder, "tree")
     os.makedirs(tree)
     # Our own tarball, owners, modes and device nodes as debootstrap made
@@ -215,27 +220,35 @@ def build(folder, guest_factory, firmware="bios"):
 
 
 def build_once(tmp_path_factory, name, builder):
-    """BUILDER(folder, guest_factory) run in a folder of its own, its guests
-    killed whatever happens (their logs kept in out/test-logs/ when it
-    fails); prints the seconds it took. Returns (layout,
-    {path: sha256}) for a module's scenarios to copy."""
-    folder = str(tmp_path_factory.mktemp("server-" + "".join(c if c.isalnum() else "-" for c in name)))
-    made = []
+    """Server NAME for a module's scenarios to copy: from the image cache
+    (tests/image_cache.py), or built by BUILDER(folder, guest_factory) with
+    its guests killed whatever happens (their logs kept in out/test-logs/
+    when it fails); prints the seconds it took. Returns (layout, {path: sha256})."""
+    slug = "".join(c if c.isalnum() else "-" for c in name)
 
-    def factory(guest_name, args, boot_timeout=120):
-        g = Guest(guest_name, args, boot_timeout).start()
-        made.append(g)
-        return g
+    def build(folder):
+        made = []
 
-    try:
-        layout, sums, took = builder(folder, factory)
-    finally:
-        for g in made:
-            g.kill()
-    for g in made:                    # built: only a failed build keeps its logs
-        if os.path.exists(g.log_path):
-            os.unlink(g.log_path)
-    print(f"\nserver fixture ({name}): built in {took:.0f} s")
+        def factory(guest_name, args, boot_timeout=120):
+            g = Guest(guest_name, args, boot_timeout).start()
+            made.append(g)
+            return g
+
+        try:
+            layout, sums, took = builder(folder, factory)
+        finally:
+            for g in made:
+                g.kill()
+        for g in made:                # built: only a failed build keeps its logs
+            if os.path.exists(g.log_path):
+                os.unlink(g.log_path)
+        print(f"\nserver fixture ({name}): built in {took:.0f} s")
+        return layout, sums
+
+    layout, sums, built = image_cache.cached(slug, fixture_tarball(), build,
+                                             lambda: str(tmp_path_factory.mktemp("server-" + slug)))
+    if not built:
+        print(f"\nserver fixture ({name}): from the image cache")
     return layout, sums
 
 
