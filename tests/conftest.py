@@ -88,15 +88,19 @@ def pytest_configure(config):
 
 
 # Two guests at a time (pytest-xdist, --dist loadgroup): a test that shares a
-# module-scoped fixture (a preparation boot, a built server) runs on the same
-# worker as the rest of its module, so the fixture is made once; every other
-# test goes wherever a worker is free. The slowest modules are handed out
-# first (times of the last run in this tree, else tests/durations), so no
-# long module is left for the end.
-# The built servers come from the image cache under a lock (tests/image_cache.py):
-# a worker that needs one uses the other's, so their scenarios spread too.
+# module-scoped fixture (a preparation boot) runs on the same worker as the
+# rest of its module, so the fixture is made once; every other test goes
+# wherever a worker is free. The longest units (a module held together, or
+# one test) are handed out first, by their times in the last run here (else
+# tests/durations), so no long one is left for the end.
+#
+# Module fixtures a worker can make for itself do not hold a module together:
+# the built servers come from the image cache under a lock
+# (tests/image_cache.py), so a worker that needs one uses the other's;
+# "built" runs make for a host tool make test built already; "golden" is one
+# mke2fs on the host.
 CHEAP_SHARED = {"tmp_path_factory", "_drop_module_folders", "worker_id", "testrun_uid",
-                "server", "uefi_server", "encrypted_server"}
+                "server", "uefi_server", "encrypted_server", "built", "golden"}
 
 
 def _shares_a_fixture(item):
@@ -112,16 +116,22 @@ def _shares_a_fixture(item):
 # Before xdist reads the groups (its own hook runs first otherwise).
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session, config, items):
-    expected = timetable.expected_module_seconds()
+    per_module, per_test = timetable.expected_module_seconds(), timetable.expected_test_seconds()
     modules = {}
     for item in items:
         modules.setdefault(item.module.__name__, []).append(item)
-    order = sorted(modules, key=lambda m: -expected.get(m, 60))
-    items[:] = [item for m in order for item in modules[m]]
-    for m in order:
-        if any(_shares_a_fixture(i) for i in modules[m]):
-            for item in modules[m]:
+    units = []
+    for m, tests in modules.items():
+        def guess(item):
+            return per_test.get(item.nodeid, per_module.get(m, 60) / len(tests))
+        if any(_shares_a_fixture(i) for i in tests):
+            for item in tests:
                 item.add_marker(pytest.mark.xdist_group(m))
+            units.append((sum(guess(i) for i in tests), tests))
+        else:
+            units += [(guess(i), [i]) for i in tests]
+    units.sort(key=lambda u: -u[0])
+    items[:] = [item for _, tests in units for item in tests]
 
 
 # Seconds (setup + call + teardown) and outcome per test. Under xdist the

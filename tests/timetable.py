@@ -69,6 +69,15 @@ def expected_module_seconds():
     return totals
 
 
+def expected_test_seconds():
+    """Each test's seconds in the last run here ({nodeid: seconds}; xdist's
+    "@group" suffix dropped), empty before a first run."""
+    for path in (LAST, TIMES):
+        if os.path.exists(path):
+            return {nodeid.split("@")[0]: seconds for seconds, _, nodeid in read(path)[0]}
+    return {}
+
+
 def minutes(seconds):
     return f"{int(seconds // 60)}m{seconds % 60:04.1f}s"
 
