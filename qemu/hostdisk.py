@@ -190,6 +190,26 @@ def root_disks():
     return set()
 
 
+def block_sizes(path):
+    """(logical, physical) sector sizes of host block device PATH, or None."""
+    name = block_name(path)
+    if not name:
+        return None
+    q = os.path.join(sysfs(), "class", "block", name)
+    if os.path.exists(os.path.join(q, "partition")):
+        q = os.path.dirname(os.path.realpath(q))
+    sizes = [_read(os.path.join(q, "queue", f)).strip() for f in ("logical_block_size", "physical_block_size")]
+    return tuple(int(x) for x in sizes) if all(x.isdigit() for x in sizes) else None
+
+
+def default_serial(n, path):
+    """The serial qemu/run gives disk N: a host device's own name (the guest
+    finds /dev/sdb as /dev/disk/by-id/*-sdb), an image's number."""
+    if block_name(path):
+        return os.path.basename(path)[-20:]
+    return f"XR{n:04d}"
+
+
 def size_of(path):
     """Bytes of a disk image or block device (from sysfs for a device, which
     needs no open)."""
