@@ -70,7 +70,7 @@ $(eval $(call host_tool,$(SRC_OBJ)/host/inroot,$(INROOT_SRC),$(SANITIZE)))
 
 # iobench: the same source builds for the host so a loop device there gives
 # the side-by-side table.
-IOBENCH_SRC := src/iobench.c src/iobench-dev.c src/iobench-work.c src/iobench-report.c src/md5.c
+IOBENCH_SRC := src/iobench.c src/iobench-dev.c src/iobench-work.c src/iobench-report.c src/iobench-read.c src/md5.c
 IOBENCH_DEPS := $(IOBENCH_SRC) $(wildcard src/iobench*.h) src/md5.h
 $(eval $(call static_tool,$(SRC_ROOT)/sbin/iobench,$(IOBENCH_DEPS)))
 $(eval $(call host_tool,$(SRC_OBJ)/host/iobench,$(IOBENCH_DEPS)))

@@ -5,7 +5,7 @@ PYTEST := /usr/bin/python3 -m pytest
 EXTRESCUE_TIMEOUT_SCALE ?= 1
 export EXTRESCUE_TIMEOUT_SCALE
 
-.PHONY: test test-times test-build test-boot test-server run bench bench-fsck bench-scratch bench-kernel bench-io bench-assemble bench-crash bench-consoles bench-net bench-netboot repro-check check-fresh
+.PHONY: test test-times test-build test-boot test-server run smoke bench bench-fsck bench-scratch bench-kernel bench-io bench-assemble bench-crash bench-consoles bench-net bench-netboot repro-check check-fresh
 # Guests run TEST_JOBS at a time (pytest-xdist); each is one TCG thread, so
 # one a core. The tests that rebuild the image run first, alone. The host
 # builds of our tools that tests run are made here, once, not by two
@@ -35,6 +35,11 @@ test-boot: $(ISO) ## only the boot tests
 
 run: $(ISO) $(STAMPS)/virt-firmware ## boot the ISO in QEMU on this terminal (Ctrl-A x quits); ARGS= adds qemu/run options
 	@qemu/run --iso $(ISO) $(ARGS)
+
+comma := ,
+smoke: $(ISO) ## qemu/smoke: DISK=/dev/sdX [CTRL=ahci] and/or PCI=BDF; does the controller read the disks sanely
+	@[ -n "$(DISK)$(PCI)" ] || { echo "smoke: name DISK=/dev/sdX (CTRL=controller) or PCI=0000:03:00.0" >&2; exit 2; }
+	@qemu/smoke $(foreach d,$(DISK),--disk $(d)$(if $(CTRL),$(comma)if=$(CTRL))) $(foreach p,$(PCI),--pci $(p)) $(ARGS)
 
 bench: $(ISO) $(STAMPS)/virt-firmware ## image sizes; seconds to a shell: BIOS, UEFI, UEFI with Secure Boot on (median of 5, TCG)
 	@tests/bench-boot --iso $(ISO) --runs 5 --secureboot

@@ -48,6 +48,7 @@ static const struct param {
 	{"ssh_key", SSHKEY, NULL, 0, 0, 1},
 	{"ssh_key_insecure", WORD, "0|1", 0, 0, 0},
 	{"report", URL, NULL, 0, 0, 0},
+	{"smoke", NUMBER, NULL, 1, 600, 0},
 };
 
 static const char *dir = "/run/extrescue";

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "iobench-dev.h"
+#include "iobench-read.h"
 #include "iobench-report.h"
 #include "iobench-work.h"
 
@@ -64,6 +65,9 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: iobench --matrix DEV --yes-destroy=DEV [options]\n"
+		"       iobench --read DEV [--seconds=N] [--max=SIZE] [--json]\n"
+		"--read: sequential 1M and random 4K O_DIRECT reads, each at most N seconds (default 3)\n"
+		"and SIZE bytes (default 256M); MB/s, IOPS, latency percentiles; writes nothing.\n"
 		"Makes each filesystem configuration on DEV, runs the reference workloads and prints\n"
 		"MB/s with ratios to the raw device. DESTROYS ALL DATA ON DEV.\n"
 		"  --journal-dev=JDEV      also run ext3 with its journal on JDEV (needs --yes-destroy=JDEV)\n"
@@ -380,6 +384,9 @@ int main(int argc, char **argv)
 	char *confirmed[8];
 	int nconfirmed = 0;
 	const char *config_list = NULL, *workload_list = NULL, *sync_list = NULL;
+	const char *read_dev = NULL;
+	unsigned read_seconds = 3;
+	uint64_t read_max = 256 * MiB;
 
 	for (int i = 1; i < argc; i++) {
 		char *a = argv[i], *v = strchr(a, '=');
@@ -392,6 +399,10 @@ int main(int argc, char **argv)
 			opt.json = 1;
 		} else if (!strcmp(a, "--force")) {
 			opt.force = 1;
+		} else if (!strcmp(a, "--read")) {
+			if (i + 1 >= argc)
+				die_usage("%s needs a device", a);
+			read_dev = argv[++i];
 		} else if (!strcmp(a, "--matrix")) {
 			if (i + 1 >= argc)
 				die_usage("%s needs a device", a);
@@ -408,6 +419,8 @@ int main(int argc, char **argv)
 				confirmed[nconfirmed++] = v;
 			} else if (!strcmp(a, "--matrix")) opt.dev = v;
 			else if (!strcmp(a, "--journal-dev")) opt.journal_dev = v;
+			else if (!strcmp(a, "--seconds")) read_seconds = parse_count(v, 3600);
+			else if (!strcmp(a, "--max")) read_max = parse_size(v);
 			else if (!strcmp(a, "--configs")) config_list = v;
 			else if (!strcmp(a, "--workloads")) workload_list = v;
 			else if (!strcmp(a, "--sync")) sync_list = v;
@@ -421,8 +434,15 @@ int main(int argc, char **argv)
 			else die_usage("unknown option '%s'", a);
 		}
 	}
+	if (read_dev) {
+		if (opt.dev)
+			die_usage("%s", "--read and --matrix are two different runs");
+		if (strpbrk(read_dev, "\"\\") || strlen(read_dev) > 255)
+			die_usage("bad device name '%s'", read_dev);
+		return read_probe(read_dev, read_seconds, read_max, opt.json);
+	}
 	if (!opt.dev)
-		die_usage("%s", "no device: give --matrix DEV");
+		die_usage("%s", "no device: give --matrix DEV or --read DEV");
 	if (opt.block > 64 * MiB || opt.chunk_size > 1024 * MiB)
 		die_usage("%s", "--block is at most 64M and --chunk-size at most 1G");
 	if ((opt.seq_size | opt.read_size | opt.block) % 4096)

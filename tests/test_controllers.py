@@ -15,8 +15,10 @@ CONTROLLERS = [
     pytest.param("mptsas1068", "mptsas1068", "", marks=pytest.mark.xfail(strict=True, reason=(
         "QEMU 7.2's SAS1068 model and Linux 6.12's mptsas: the HBA and its 8 phys come up, "
         "but no SAS port or end device is ever reported, so no disk appears"))),
-    ("pvscsi", "pvscsi", ""), ("am53c974", "am53c974", ""),
+    ("pvscsi", "pvscsi", ""), ("am53c974", "am53c974", ""), ("lsi53c810", "lsi53c810", ""),
+    ("dc390", "dc390", ""),
     ("usb-storage-xhci", "usb-xhci", ""), ("usb-storage-ehci", "usb-ehci", ""),
+    ("usb-storage-uhci", "usb-uhci", ""), ("usb-storage-ohci", "usb-ohci", ""),
     ("usb-uas", "usb-uas", ""), ("sdhci-sd-card", "sdhci", ""),
     ("nvme-4k-native", "nvme", ",blocksize=4096"),
 ]

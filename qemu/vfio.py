@@ -1,0 +1,230 @@
+"""PCI passthrough that gives the host its devices back, whatever happens
+(as libvirt's managed='yes'): the whole IOMMU group is checked, the disks
+behind each device are checked like --disk's, the plan is written to a state
+file under /run/extrescue/vfio/ before the first unbind, each bind is
+verified, and every way out (a failed bind, QEMU's exit, SIGINT, SIGTERM,
+SIGHUP) gives the devices back; `qemu/run --vfio-restore` does it for a
+runner that was killed outright. EXTRESCUE_SYSFS, EXTRESCUE_DEVVFIO and
+EXTRESCUE_VFIO_STATE replace /sys, /dev/vfio and the state folder for tests."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import hostdisk
+
+# Drivers a device of the group may stay on: they leave it to no one on the host.
+GROUP_SAFE = {"vfio-pci", "pci-stub", None}
+BIND_WAIT = 10                       # seconds for a driver to take or leave a device
+
+
+class VfioError(Exception):
+    pass
+
+
+def state_dir():
+    return os.environ.get("EXTRESCUE_VFIO_STATE", "/run/extrescue/vfio")
+
+
+def dev_vfio():
+    return os.environ.get("EXTRESCUE_DEVVFIO", "/dev/vfio")
+
+
+def full_bdf(bdf):
+    return bdf if bdf.count(":") == 2 else f"0000:{bdf}"
+
+
+def _dev(bdf):
+    return os.path.join(hostdisk.sysfs(), "bus", "pci", "devices", bdf)
+
+
+def driver_of(bdf):
+    try:            # the link may go while it is read: the device is leaving its driver
+        return os.path.basename(os.readlink(os.path.join(_dev(bdf), "driver")))
+    except OSError:
+        return None
+
+
+def _write(path, value):
+    with open(os.path.join(hostdisk.sysfs(), path), "w") as f:
+        f.write(value)
+
+
+def plan(bdfs):
+    """[(bdf, driver now)] for passing BDFS through; VfioError names why not."""
+    groups = os.path.join(hostdisk.sysfs(), "kernel", "iommu_groups")
+    if not os.path.isdir(groups) or not os.listdir(groups):
+        raise VfioError("PCI passthrough needs an IOMMU, and this host has none active "
+                        f"({groups} is empty): enable VT-d/AMD-Vi in the firmware and boot with "
+                        "intel_iommu=on or amd_iommu=on")
+    wanted = [full_bdf(b) for b in bdfs]
+    root = hostdisk.root_disks()
+    out = []
+    for bdf in wanted:
+        if not os.path.isdir(_dev(bdf)):
+            raise VfioError(f"no PCI device {bdf} on this host (see lspci -D)")
+        group = os.path.basename(os.readlink(os.path.join(_dev(bdf), "iommu_group")))
+        for member in sorted(os.listdir(os.path.join(groups, group, "devices"))):
+            with open(os.path.join(_dev(member), "class")) as f:
+                klass = int(f.read().strip(), 16)
+            # Bridges stay with the host; other members must be passed too or be free.
+            if klass >> 8 == 0x0604 or member in wanted or driver_of(member) in GROUP_SAFE:
+                continue
+            raise VfioError(f"IOMMU group {group} of {bdf} also holds {member} ({driver_of(member)}); "
+                            f"pass it too with --pci {member}, or use another slot")
+        disks = hostdisk.behind_pci(bdf)
+        mine = sorted(set(disks) & root)
+        if mine:
+            raise VfioError(f"{bdf} holds the host's root disk /dev/{mine[0]}: never passed through")
+        for name in disks:
+            used = hostdisk.users(name)
+            if used:
+                raise VfioError(f"{bdf} holds {used[0]}: unmount, swapoff or stop it first "
+                                "(a passed controller cannot be read-only)")
+        out.append((bdf, driver_of(bdf)))
+    return out
+
+
+def _wait_driver(bdf, want):
+    end = time.monotonic() + BIND_WAIT
+    while driver_of(bdf) != want and time.monotonic() < end:
+        time.sleep(0.05)
+    return driver_of(bdf) == want
+
+
+def _state_file():
+    return os.path.join(state_dir(), f"{os.getpid()}.json")
+
+
+def bind(devices):
+    """Binds DEVICES ([(bdf, driver)]) to vfio-pci, the state file written
+    first; VfioError when one does not bind (the caller gives all back)."""
+    os.makedirs(state_dir(), exist_ok=True)
+    with open(_state_file() + ".tmp", "w") as f:
+        json.dump({"pid": os.getpid(), "devices": devices}, f)
+    os.rename(_state_file() + ".tmp", _state_file())
+    for bdf, drv in devices:
+        if drv == "vfio-pci":
+            continue
+        _write(f"bus/pci/devices/{bdf}/driver_override", "vfio-pci")
+        if drv:
+            _write(f"bus/pci/devices/{bdf}/driver/unbind", bdf)
+            if not _wait_driver(bdf, None):
+                raise VfioError(f"{bdf} did not leave {drv}")
+        _write("bus/pci/drivers_probe", bdf)
+        if not _wait_driver(bdf, "vfio-pci"):
+            raise VfioError(f"{bdf} did not bind to vfio-pci (now {driver_of(bdf) or 'no driver'}); "
+                            "is the vfio-pci module loaded?")
+        group = os.path.basename(os.readlink(os.path.join(_dev(bdf), "iommu_group")))
+        if not os.path.exists(os.path.join(dev_vfio(), group)):
+            raise VfioError(f"{bdf} is on vfio-pci but {dev_vfio()}/{group} is missing")
+
+
+def restore(devices, state=None):
+    """Gives each of DEVICES back to the driver it had; returns the lines
+    of what could not be given back (empty: all back, state file removed)."""
+    failed = []
+    for bdf, drv in devices:
+        if drv == "vfio-pci" or not os.path.isdir(_dev(bdf)):
+            continue
+        try:
+            _write(f"bus/pci/devices/{bdf}/driver_override", "\n")
+            if driver_of(bdf) not in (drv, None):
+                _write(f"bus/pci/devices/{bdf}/driver/unbind", bdf)
+                _wait_driver(bdf, None)
+            if drv and driver_of(bdf) is None:
+                _write("bus/pci/drivers_probe", bdf)
+            if not _wait_driver(bdf, drv):
+                failed.append(f"{bdf} is on {driver_of(bdf) or 'no driver'}, not back on {drv}")
+        except OSError as e:
+            failed.append(f"{bdf}: {e.strerror}")
+    if not failed:
+        try:
+            os.unlink(state or _state_file())
+        except FileNotFoundError:
+            pass
+    return failed
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def restore_left():
+    """`qemu/run --vfio-restore`: gives back the devices of every runner
+    that is gone. Returns the exit status."""
+    folder = state_dir()
+    files = sorted(f for f in os.listdir(folder) if f.endswith(".json")) if os.path.isdir(folder) else []
+    status = 0
+    for name in files:
+        path = os.path.join(folder, name)
+        try:
+            with open(path) as f:
+                saved = json.load(f)
+            pid, devices = int(saved["pid"]), [(str(b), d) for b, d in saved["devices"]]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            print(f"qemu/run: {path} is unreadable ({e}); give its devices back by hand", file=sys.stderr)
+            status = 1
+            continue
+        if _alive(pid) and pid != os.getpid():
+            print(f"qemu/run: runner {pid} still runs with {', '.join(b for b, _ in devices)}; left alone")
+            continue
+        failed = restore(devices, path)
+        for line in failed:
+            print(f"qemu/run: {line}", file=sys.stderr)
+        if failed:
+            status = 1
+        else:
+            print(f"qemu/run: runner {pid}'s devices given back: "
+                  + ", ".join(f"{b} to {d or 'no driver'}" for b, d in devices))
+    if not files:
+        print(f"qemu/run: nothing to give back ({folder} holds no runner's devices)")
+    return status
+
+
+class _Stop(Exception):
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def run(devices, argv):
+    """Binds DEVICES, runs QEMU (ARGV) and gives them back on every way out;
+    returns QEMU's exit status (128+N after signal N)."""
+    def stop(signum, frame):
+        raise _Stop(signum)
+
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, stop)
+    qemu, status = None, 1
+    try:
+        bind(devices)
+        qemu = subprocess.Popen(argv, close_fds=False)    # keeps --mok's variable store open
+        status = qemu.wait()
+    except _Stop as e:
+        status = 128 + e.signum
+        print(f"qemu/run: signal {e.signum}: stopping QEMU and giving the devices back", file=sys.stderr)
+    except (VfioError, OSError) as e:
+        print(f"qemu/run: {e}; giving the devices back", file=sys.stderr)
+    finally:
+        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(s, signal.SIG_IGN)
+        if qemu and qemu.poll() is None:
+            qemu.terminate()
+            try:
+                qemu.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                qemu.kill()
+                qemu.wait()
+        failed = restore(devices)
+        for line in failed:
+            print(f"qemu/run: {line}; `qemu/run --vfio-restore` tries again", file=sys.stderr)
+    return status
