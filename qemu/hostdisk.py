@@ -6,6 +6,7 @@ EXTRESCUE_SYSFS (default /proc and /sys), so tests can give a tree of their
 own; the kernel's own word (an O_EXCL open) is asked as well."""
 import errno
 import os
+import re
 import stat
 
 
@@ -228,5 +229,8 @@ def behind_pci(bdf):
     names = []
     for name in sorted(os.listdir(cls)) if os.path.isdir(cls) else []:
         if os.path.realpath(os.path.join(cls, name)).startswith(dev + os.sep):
-            names.append(name)
-    return names
+            # With NVMe multipath the controller holds the hidden path node
+            # nvme0c0n1; the disk the host uses is the head, nvme0n1.
+            head = re.fullmatch(r"nvme(\d+)c\d+n(\d+)", name)
+            names.append(f"nvme{head.group(1)}n{head.group(2)}" if head else name)
+    return sorted(set(names))

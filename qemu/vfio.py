@@ -6,6 +6,7 @@ verified, and every way out (a failed bind, QEMU's exit, SIGINT, SIGTERM,
 SIGHUP) gives the devices back; `qemu/run --vfio-restore` does it for a
 runner that was killed outright. EXTRESCUE_SYSFS, EXTRESCUE_DEVVFIO and
 EXTRESCUE_VFIO_STATE replace /sys, /dev/vfio and the state folder for tests."""
+import ctypes
 import json
 import os
 import signal
@@ -80,6 +81,9 @@ def plan(bdfs):
             raise VfioError(f"{bdf} holds the host's root disk /dev/{mine[0]}: never passed through")
         for name in disks:
             used = hostdisk.users(name)
+            if not used and os.path.exists(f"/dev/{name}"):
+                refusal = hostdisk.exclusive_refusal(f"/dev/{name}")
+                used = [refusal] if refusal else []
             if used:
                 raise VfioError(f"{bdf} holds {used[0]}: unmount, swapoff or stop it first "
                                 "(a passed controller cannot be read-only)")
@@ -98,14 +102,17 @@ def _state_file():
     return os.path.join(state_dir(), f"{os.getpid()}.json")
 
 
-def bind(devices):
+def bind(devices, stopped=()):
     """Binds DEVICES ([(bdf, driver)]) to vfio-pci, the state file written
-    first; VfioError when one does not bind (the caller gives all back)."""
+    first; VfioError when one does not bind (the caller gives all back),
+    _Stop when a signal came (STOPPED holds it)."""
     os.makedirs(state_dir(), exist_ok=True)
     with open(_state_file() + ".tmp", "w") as f:
         json.dump({"pid": os.getpid(), "devices": devices}, f)
     os.rename(_state_file() + ".tmp", _state_file())
     for bdf, drv in devices:
+        if stopped:
+            raise _Stop(stopped[0])
         if drv == "vfio-pci":
             continue
         _write(f"bus/pci/devices/{bdf}/driver_override", "vfio-pci")
@@ -196,27 +203,46 @@ class _Stop(Exception):
         self.signum = signum
 
 
+def _die_with_parent():
+    """In QEMU's child before exec: killed when the runner dies, even by
+    SIGKILL, so no QEMU holds a device that --vfio-restore gives back."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)      # PR_SET_PDEATHSIG
+
+
 def run(devices, argv):
     """Binds DEVICES, runs QEMU (ARGV) and gives them back on every way out;
-    returns QEMU's exit status (128+N after signal N)."""
-    def stop(signum, frame):
-        raise _Stop(signum)
+    returns QEMU's exit status (128+N after signal N). A signal is only
+    noted by its handler (nothing is raised at a bad moment); the loops here
+    look at it."""
+    stopped = []
+
+    def note(signum, frame):
+        stopped.append(signum)
 
     for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(s, stop)
+        signal.signal(s, note)
     qemu, status = None, 1
     try:
-        bind(devices)
-        qemu = subprocess.Popen(argv, close_fds=False)    # keeps --mok's variable store open
-        status = qemu.wait()
-    except _Stop as e:
-        status = 128 + e.signum
-        print(f"qemu/run: signal {e.signum}: stopping QEMU and giving the devices back", file=sys.stderr)
+        bind(devices, stopped)
+        if not stopped:
+            # close_fds=False keeps --mok's variable store open for QEMU.
+            qemu = subprocess.Popen(argv, close_fds=False, preexec_fn=_die_with_parent)
+        while qemu and qemu.poll() is None and not stopped:
+            try:
+                qemu.wait(timeout=0.2)
+            except subprocess.TimeoutExpired:
+                pass
+        status = qemu.returncode if qemu and qemu.returncode is not None else 1
+    except _Stop:
+        pass
     except (VfioError, OSError) as e:
         print(f"qemu/run: {e}; giving the devices back", file=sys.stderr)
     finally:
         for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(s, signal.SIG_IGN)
+        if stopped:
+            status = 128 + stopped[0]
+            print(f"qemu/run: signal {stopped[0]}: stopping QEMU and giving the devices back", file=sys.stderr)
         if qemu and qemu.poll() is None:
             qemu.terminate()
             try:

@@ -15,6 +15,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 
@@ -24,7 +25,7 @@ CACHE = os.path.join(os.environ.get("EXTRESCUE_CACHE") or os.path.expanduser("~/
                      "server-images")
 # Tests that build or shape a server; the rest of tests/ does not change one.
 BUILDERS = ("tests/server.py", "tests/server_encrypted.py", "tests/disks.py", "tests/stacks.py",
-            "tests/image_cache.py", "tests/server/build-fixture", "tests/server/packages")
+            "tests/harness.py", "tests/image_cache.py", "tests/server/build-fixture", "tests/server/packages")
 # Tracked files that change no byte of a server.
 NOT_INPUTS = ("README.md", "LICENSE")
 
@@ -109,10 +110,12 @@ def cached(name, tarball, build, scratch):
                 raise
             with open(os.path.join(tmp, "layout.json"), "w") as f:
                 json.dump({"layout": _relative(layout, tmp), "sums": sums}, f)
+            shutil.rmtree(entry, ignore_errors=True)       # an entry left without its layout.json
             os.rename(tmp, entry)
             # Other keys of this server are stale: each holds gigabytes.
             for old in os.listdir(CACHE):
-                if old.startswith(f"{name}-") and os.path.join(CACHE, old) != entry:
+                if re.fullmatch(re.escape(name) + r"-[0-9a-f]{24}(\.part)?", old) and \
+                        os.path.join(CACHE, old) != entry:
                     shutil.rmtree(os.path.join(CACHE, old), ignore_errors=True)
             built = True
         else:

@@ -175,11 +175,13 @@ def test_modes_and_scsi_passthrough_command_lines(loopdev, tmp_path):
     assert f"file={tmp_path}/keep.qcow2,format=qcow2" in r.stdout
     info = json.loads(host(["qemu-img", "info", "--output=json", f"{tmp_path}/keep.qcow2"]).stdout)
     assert info["backing-filename"] == loop, info
-    # scsi-block: a host SCSI disk, its commands passed, on virtio-scsi or an HBA of choice.
-    r = dry("--disk", f"{loop},if=scsi-block")
+    # scsi-block: a host SCSI disk, its commands passed, on virtio-scsi or an HBA
+    # of choice; some of them write, so only with --force-rw-scsi.
+    refused(dry("--disk", f"{loop},if=scsi-block"), "cannot be read-only")
+    r = dry("--force-rw-scsi", "--disk", f"{loop},if=scsi-block")
     assert r.returncode == 0 and "-device virtio-scsi-pci,id=virtioscsi0" in r.stdout, r.stderr
-    assert "-device scsi-block,drive=disk0,bus=virtioscsi0.0" in r.stdout and "readonly=on" in r.stdout
-    r = dry("--disk", f"{loop},if=scsi-block,hba=megasas")
+    assert "-device scsi-block,drive=disk0,bus=virtioscsi0.0" in r.stdout and "readonly" not in r.stdout
+    r = dry("--force-rw-scsi", "--disk", f"{loop},if=scsi-block,hba=megasas")
     assert "-device megasas,id=megasas0" in r.stdout and "scsi-block,drive=disk0,bus=megasas0.0" in r.stdout
     # scsi-generic cannot be read-only: refused unless --force-rw-scsi.
     sg = str(tmp_path / "sg9")
@@ -302,7 +304,12 @@ def test_vfio_devices_come_back_on_every_way_out(tmp_path):
         assert h.wait_drivers(vfio_all) == vfio_all
         p.kill()
         p.wait()
-        os.kill(int(open(marker).read()), signal.SIGKILL)
+        # QEMU dies with its runner (it would hold the devices otherwise).
+        qemu_pid = int(open(marker).read())
+        end = time.monotonic() + 10
+        while os.path.exists(f"/proc/{qemu_pid}") and time.monotonic() < end:
+            time.sleep(0.05)
+        assert not os.path.exists(f"/proc/{qemu_pid}"), "QEMU outlived a killed runner"
         assert h.wait_drivers(vfio_all, timeout=1) == vfio_all, "devices came back with nobody to do it"
         r = host([RUN, "--vfio-restore"], env=h.env())
         assert r.returncode == 0 and f"runner {p.pid}'s devices given back" in r.stdout, r.stderr
