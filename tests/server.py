@@ -352,5 +352,6 @@ def login(g):
     g.expect([r"Password:"], scaled(60), "the password prompt")
     g.child.sendline(PASSWORD)
     g.expect([r"root@xrserver:~# "], scaled(120), "root's shell")
-    g.child.sendline("stty -echo; PS1='xrserver# '")
+    # Kernel messages (a CPU driver's) on this console would land inside command output.
+    g.child.sendline("stty -echo; dmesg -n 1; PS1='xrserver# '")
     g.expect([r"xrserver# "], scaled(30), "the new prompt")
