@@ -73,14 +73,19 @@ def block_name(path):
     return os.path.basename(os.path.realpath(link)) if os.path.exists(link) else os.path.basename(path)
 
 
+def _block_devices():
+    """[(name, its sysfs folder)] of every block device, partitions included."""
+    cls = os.path.join(sysfs(), "class", "block")
+    return [(n, os.path.join(cls, n)) for n in (sorted(os.listdir(cls)) if os.path.isdir(cls) else [])]
+
+
 def loop_over(path):
     """The host loop device backed by image file PATH, or None."""
     if not os.path.isfile(path):
         return None
     real = os.path.realpath(path)
-    cls = os.path.join(sysfs(), "class", "block")
-    for name in sorted(os.listdir(cls)) if os.path.isdir(cls) else []:
-        if name.startswith("loop") and _read(os.path.join(cls, name, "loop", "backing_file")).strip() == real:
+    for name, folder in _block_devices():
+        if name.startswith("loop") and _read(os.path.join(folder, "loop", "backing_file")).strip() == real:
             return name
     return None
 
@@ -225,10 +230,9 @@ def behind_pci(bdf):
     """Names of the block devices (disks and partitions) behind PCI device BDF:
     those whose sysfs path lies under the device's."""
     dev = os.path.realpath(os.path.join(sysfs(), "bus", "pci", "devices", bdf))
-    cls = os.path.join(sysfs(), "class", "block")
     names = []
-    for name in sorted(os.listdir(cls)) if os.path.isdir(cls) else []:
-        if os.path.realpath(os.path.join(cls, name)).startswith(dev + os.sep):
+    for name, folder in _block_devices():
+        if os.path.realpath(folder).startswith(dev + os.sep):
             # With NVMe multipath the controller holds the hidden path node
             # nvme0c0n1; the disk the host uses is the head, nvme0n1.
             head = re.fullmatch(r"nvme(\d+)c\d+n(\d+)", name)

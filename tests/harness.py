@@ -209,6 +209,26 @@ def power_cut(guest, name, img, command, disks=None):
     assert "needs_recovery" in host(["dumpe2fs", "-h", img]).stdout, f"{img}: no journal left to recover"
 
 
+class Guests:
+    """Starts guests (guests(name, args)) and, at finish(), kills them all and
+    removes their logs unless KEEP_LOGS (a failure keeps them for a look)."""
+
+    def __init__(self):
+        self.made = []
+
+    def __call__(self, name, args, boot_timeout=120):
+        g = Guest(name, args, boot_timeout).start()
+        self.made.append(g)
+        return g
+
+    def finish(self, keep_logs):
+        for g in self.made:
+            g.kill()
+            for path in [] if keep_logs else [g.log_path] + [c.log_path for c in g.consoles]:
+                if os.path.exists(path):
+                    os.unlink(path)
+
+
 def host(cmd, **kw):
     """Runs a host command; returns CompletedProcess with text output."""
     return subprocess.run(cmd, capture_output=True, text=True, **kw)

@@ -16,7 +16,7 @@ import time
 
 import image_cache
 from disks import make_fs
-from harness import OUT, TOP, Guest, GuestError, host, scaled
+from harness import OUT, TOP, GuestError, Guests, host, scaled
 
 FIXTURE = os.path.join(TOP, "tests", "server", "build-fixture")
 SFDISK = os.path.join(OUT, "build", "util-linux-root", "sbin", "sfdisk")
@@ -227,21 +227,13 @@ def build_once(tmp_path_factory, name, builder):
     slug = "".join(c if c.isalnum() else "-" for c in name)
 
     def build(folder):
-        made = []
-
-        def factory(guest_name, args, boot_timeout=120):
-            g = Guest(guest_name, args, boot_timeout).start()
-            made.append(g)
-            return g
-
+        guests = Guests()
         try:
-            layout, sums, took = builder(folder, factory)
-        finally:
-            for g in made:
-                g.kill()
-        for g in made:                # built: only a failed build keeps its logs
-            if os.path.exists(g.log_path):
-                os.unlink(g.log_path)
+            layout, sums, took = builder(folder, guests)
+        except BaseException:
+            guests.finish(keep_logs=True)
+            raise
+        guests.finish(keep_logs=False)       # built: only a failed build keeps its logs
         print(f"\nserver fixture ({name}): built in {took:.0f} s")
         return layout, sums
 
