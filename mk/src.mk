@@ -36,13 +36,13 @@ SANITIZE := -fsanitize=address,undefined
 SRC_ROOT := $(BUILD)/src-root
 
 # extscan: what is on every disk, read-only.
-EXTSCAN_SRC := src/extscan.c src/extsb.c src/extsb.h src/layout.c src/layout.h src/le.h
+EXTSCAN_SRC := src/extscan.c src/extsb.c src/extsb.h src/layout.c src/layout.h src/le.h src/text.h
 $(eval $(call static_tool,$(SRC_ROOT)/sbin/extscan,$(EXTSCAN_SRC)))
 $(eval $(call host_tool,$(SRC_OBJ)/host/extscan,$(EXTSCAN_SRC),$(SANITIZE)))
 
 # cmdline: the kernel command line as data (run by init), network parameters
 # and SSH keys included; authkeys: a fetched authorized_keys file, checked.
-CMDLINE_SRC := src/cmdline.c src/kargs.c src/kargs.h src/netargs.c src/netargs.h src/sshkey.c src/sshkey.h
+CMDLINE_SRC := src/cmdline.c src/text.h src/kargs.c src/kargs.h src/netargs.c src/netargs.h src/sshkey.c src/sshkey.h
 $(eval $(call static_tool,$(SRC_ROOT)/sbin/cmdline,$(CMDLINE_SRC)))
 $(eval $(call host_tool,$(SRC_OBJ)/host/cmdline,$(CMDLINE_SRC),$(SANITIZE)))
 AUTHKEYS_SRC := src/authkeys.c src/sshkey.c src/sshkey.h
@@ -60,7 +60,7 @@ $(eval $(call static_tool,$(SRC_ROOT)/usr/sbin/efibootmgr,src/efibootmgr.c src/l
 
 # nvme: the read-only nvme-cli commands (list, id-ctrl, smart-log,
 # error-log), our own: the archive serves no libnvme source.
-$(eval $(call static_tool,$(SRC_ROOT)/usr/sbin/nvme,src/nvme.c src/le.h))
+$(eval $(call static_tool,$(SRC_ROOT)/usr/sbin/nvme,src/nvme.c src/le.h src/text.h))
 
 # inroot: resolves the target's paths inside its root (used by rescue-mount)
 # and writes its files (rescue-fstab) without following what it planted.
@@ -96,9 +96,9 @@ $(SRC_OBJ)/fuzz-$(1): src/fuzz-$(1).c $(subst +,,$(2)) | $$(STAMPS)/host-deps-fu
 	@mkdir -p $$(dir $$@)
 	@clang $$(FUZZ_CFLAGS) -o $$@ src/fuzz-$(1).c $(patsubst +%,%,$(filter +%,$(2)))
 endef
-$(eval $(call fuzz_target,extsb,+src/extsb.c src/extsb.h))
-$(eval $(call fuzz_target,layout,+src/layout.c src/layout.h src/le.h))
-$(eval $(call fuzz_target,cmdline,src/cmdline.c +src/kargs.c src/kargs.h +src/netargs.c src/netargs.h +src/sshkey.c src/sshkey.h))
+$(eval $(call fuzz_target,extsb,+src/extsb.c src/extsb.h src/le.h src/text.h))
+$(eval $(call fuzz_target,layout,+src/layout.c src/layout.h src/le.h src/text.h))
+$(eval $(call fuzz_target,cmdline,src/cmdline.c src/text.h +src/kargs.c src/kargs.h +src/netargs.c src/netargs.h +src/sshkey.c src/sshkey.h))
 $(eval $(call fuzz_target,netargs,+src/netargs.c src/netargs.h))
 $(eval $(call fuzz_target,authkeys,src/authkeys.c +src/sshkey.c src/sshkey.h))
 $(eval $(call fuzz_target,report,src/report.c +src/kargs.c src/kargs.h))

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "kargs.h"
+#include "text.h"
 #include "netargs.h"
 #include "sshkey.h"
 
@@ -53,15 +54,6 @@ static const struct param {
 
 static const char *dir = "/run/extrescue";
 
-/* Printable ASCII, spaces included (quotes let a value hold them). */
-static int printable(const char *s)
-{
-	for (; *s; s++)
-		if (*s < 0x20 || *s > 0x7e)
-			return 0;
-	return 1;
-}
-
 static int one_of(const char *v, const char *words)
 {
 	size_t n = strlen(v);
@@ -84,7 +76,7 @@ static const char *judge(const struct param *p, const char *v)
 
 	if (strlen(v) > MAX_VALUE)
 		return "is longer than 1024 characters";
-	if (!printable(v))
+	if (!text_printable(v))
 		return "holds control characters";
 	switch (p->kind) {
 	case WORD:
@@ -114,12 +106,10 @@ static const char *judge(const struct param *p, const char *v)
 static void warn(const char *prefix, const char *key, const char *value, const char *why)
 {
 	/* Shown, not trusted: at most 40 characters, controls as '?'. */
-	char shown[48];
-	size_t i = 0;
+	char shown[41] = "";
 
-	for (; value && value[i] && i < 40; i++)
-		shown[i] = (value[i] < 0x20 || value[i] > 0x7e) ? '?' : value[i];
-	shown[i] = 0;
+	if (value)
+		text_shown(shown, sizeof(shown), value, 40, 0);
 	fprintf(stderr, "extrescue: %s%s%s%s%s %s; ignored\n", prefix, key, value ? "=" : "", shown,
 		value && strlen(value) > 40 ? "..." : "", why);
 }
@@ -163,7 +153,7 @@ static void take_net(const char *param, const char *value)
 		warn("", param, NULL, "has no value");
 		return;
 	}
-	why = printable(value) ? netarg_parse(param, value, line, sizeof(line)) : "holds control characters";
+	why = text_printable(value) ? netarg_parse(param, value, line, sizeof(line)) : "holds control characters";
 	if (why) {
 		warn("", param, value, why);
 		return;
@@ -184,7 +174,7 @@ static void take(char *param, char *value)
 	char *key, label[32];
 
 	if (!strcmp(param, "console") && value) {
-		if (printable(value) && strlen(value) <= 64)
+		if (text_printable(value) && strlen(value) <= 64)
 			save("consoles", value, "a");
 		return;
 	}
@@ -224,7 +214,7 @@ static void take(char *param, char *value)
 		save(file, value, params[i].repeat ? "a" : "w");
 		return;
 	}
-	warn("rescue.", key[0] && strlen(key) < 32 && printable(key) ? key : "?", NULL,
+	warn("rescue.", key[0] && strlen(key) < 32 && text_printable(key) ? key : "?", NULL,
 	     "is not a parameter extrescue knows");
 }
 

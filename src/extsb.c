@@ -1,5 +1,6 @@
 #include "extsb.h"
 #include "le.h"
+#include "text.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -64,16 +65,6 @@ static uint32_t le32(const uint8_t *p)
 	return (uint32_t) le_get(p, 4);
 }
 
-/* Copies a fixed-size on-disk string, keeping printable ASCII only. */
-static void text(char *out, const uint8_t *p, size_t n)
-{
-	size_t i, j = 0;
-
-	for (i = 0; i < n && p[i]; i++)
-		out[j++] = (p[i] >= 0x20 && p[i] < 0x7f) ? (char) p[i] : '?';
-	out[j] = 0;
-}
-
 int extsb_parse(const uint8_t *buf, size_t len, struct extsb *sb, const char **why)
 {
 	memset(sb, 0, sizeof(*sb));
@@ -111,8 +102,8 @@ int extsb_parse(const uint8_t *buf, size_t len, struct extsb *sb, const char **w
 	/* A journal on another device: no journal inode, that device's UUID. */
 	if ((sb->compat & 0x0004) && le32(buf + 0xe0) == 0)
 		memcpy(sb->journal_uuid, buf + 0xd0, 16);
-	text(sb->label, buf + 0x78, 16);
-	text(sb->last_mounted, buf + 0x88, 64);
+	text_shown(sb->label, sizeof(sb->label), buf + 0x78, 16, 0);
+	text_shown(sb->last_mounted, sizeof(sb->last_mounted), buf + 0x88, 64, 0);
 	return 0;
 }
 

@@ -25,6 +25,7 @@
 
 #include "extsb.h"
 #include "layout.h"
+#include "text.h"
 
 #define READ_TIMEOUT 5	/* seconds per device */
 
@@ -927,8 +928,7 @@ static void mounted_rw(struct result *r, int n)
 		*w = 0;
 		for (int k = 0; k < n; k++)
 			if (!r[k].mounted_rw[0] && stat(r[k].dev, &b) == 0 && S_ISBLK(b.st_mode) && a.st_rdev == b.st_rdev)
-				for (size_t i = 0; i < sizeof(r[k].mounted_rw) - 1 && where[i]; i++)
-					r[k].mounted_rw[i] = (where[i] >= 0x20 && where[i] < 0x7f) ? where[i] : '?';
+				text_shown(r[k].mounted_rw, sizeof(r[k].mounted_rw), where, strlen(where), 0);
 	}
 	fclose(f);
 }

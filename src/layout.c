@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "le.h"
+#include "text.h"
 
 #define MD_MAGIC 0xa92b4efcU
 
@@ -28,14 +29,10 @@ static const uint8_t *at(const struct layout_input *in, uint64_t off, size_t len
 	return NULL;
 }
 
-/* On-disk names and labels: printable ASCII only, at most N bytes. */
+/* On-disk names and labels go into whitespace-split tables: no spaces. */
 static void text(char *out, size_t size, const uint8_t *p, size_t n)
 {
-	size_t j = 0;
-
-	for (size_t i = 0; i < n && p[i] && j + 1 < size; i++)
-		out[j++] = (p[i] > 0x20 && p[i] < 0x7f) ? (char) p[i] : '?';
-	out[j] = 0;
+	text_shown(out, size, p, n, TEXT_NO_SPACE);
 }
 
 static void md_level(int32_t level, char *out, size_t size)
@@ -208,9 +205,7 @@ static int lvm(const struct layout_input *in, struct layout *out)
 	snprintf(out->what, sizeof(out->what), "LVM physical volume (%s%s, PV %.6s-%.4s-%.4s-%.4s-%.4s-%.4s-%.6s)",
 		 vg[0] ? "VG " : "VG unknown", vg, u, u + 6, u + 10, u + 14, u + 18, u + 22, u + 26);
 	/* The UUID is on-disk text: keep it printable. */
-	for (char *p = out->what; *p; p++)
-		if (*p < 0x20 || *p >= 0x7f)
-			*p = '?';
+	text_shown(out->what, sizeof(out->what), out->what, sizeof(out->what), 0);
 	return 1;
 }
 

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "le.h"
+#include "text.h"
 
 #define OP_GET_LOG_PAGE 0x02
 #define OP_IDENTIFY 0x06
@@ -41,13 +42,8 @@ static const char *field(const uint8_t *p, size_t width)
 	static char out[4][128];
 	static int slot;
 	char *s = out[slot++ % 4];
-	size_t n = width < 127 ? width : 127;
 
-	for (size_t i = 0; i < n; i++)
-		s[i] = (p[i] >= 0x20 && p[i] < 0x7f) ? (char) p[i] : (p[i] ? '?' : ' ');
-	while (n && s[n - 1] == ' ')
-		n--;
-	s[n] = 0;
+	text_shown(s, sizeof(out[0]), p, width, TEXT_PADDED);
 	return s;
 }
 
@@ -225,9 +221,7 @@ static void sysfs(const char *dir, const char *attr, char *out, size_t size)
 	fclose(f);
 	for (size_t n = strlen(out); n && isspace((unsigned char) out[n - 1]); n--)
 		out[n - 1] = 0;
-	for (char *c = out; *c; c++)
-		if (!isprint((unsigned char) *c))
-			*c = '?';
+	text_shown(out, size, out, size, 0);
 }
 
 static int cmp_names(const struct dirent **a, const struct dirent **b)
