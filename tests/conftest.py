@@ -141,6 +141,8 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_unconfigure(config):
-    if not hasattr(config, "workerinput") and not config.option.collectonly:
+    # A benchmark's runs (EXTRESCUE_TIMES_OFF) leave the table of the last make test alone.
+    if not hasattr(config, "workerinput") and not config.option.collectonly \
+            and not os.environ.get("EXTRESCUE_TIMES_OFF"):
         timetable.record(_times, append=bool(os.environ.get("EXTRESCUE_TIMES_APPEND")),
                          wall=time.monotonic() - _started)

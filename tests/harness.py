@@ -18,6 +18,10 @@ OUT = os.environ.get("OUT", os.path.join(TOP, "out"))
 LOGS = os.path.join(OUT, "test-logs")
 RUN = os.path.join(TOP, "qemu", "run")
 SCALE = float(os.environ.get("EXTRESCUE_TIMEOUT_SCALE", "1"))
+# Virtual CPUs per test guest: one, so two guests at a time are one TCG
+# thread a core (tests/bench-test-smp: 8% faster than two). A test's own
+# --smp comes later and wins.
+SMP = os.environ.get("EXTRESCUE_TEST_SMP", "1")
 PROMPT = r"extrescue:[^\r\n]*# "
 # Patterns that fail a test wherever they appear in the serial log.
 FATAL = [r"Kernel panic", r"Call Trace:", r"BUG:", r"Oops"]
@@ -95,7 +99,7 @@ class Guest(Shell):
         os.makedirs(LOGS, exist_ok=True)
         self.name = name
         self.log_path = os.path.join(LOGS, f"{name}.log")
-        self.cmd = [RUN, "--serial-log", self.log_path] + list(args)
+        self.cmd = [RUN, "--serial-log", self.log_path, "--smp", SMP] + list(args)
         self.boot_timeout = boot_timeout
         self.started = None
         self.child = None
