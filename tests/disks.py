@@ -1,4 +1,5 @@
 """Test disk images made on the host with known contents, and host-side checks."""
+import contextlib
 import hashlib
 import os
 import subprocess
@@ -68,3 +69,15 @@ def damaged(tmp_path, name):
     subprocess.run(["debugfs", "-w", "-R", "clri /dir1/file005", img], check=True, capture_output=True)
     assert host(["e2fsck", "-fn", img]).returncode == 4
     return img
+
+
+@contextlib.contextmanager
+def loop_device(img):
+    """A host loop device over IMG (a real block device, as a spare disk
+    would be), detached afterwards."""
+    dev = host(["losetup", "-f", "--show", img]).stdout.strip()
+    assert dev, "losetup failed: the host needs loop device support"
+    try:
+        yield dev
+    finally:
+        subprocess.run(["losetup", "-d", dev])

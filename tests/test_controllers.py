@@ -1,11 +1,32 @@
-"""An ext4 volume with extents reaches the image through every emulated
-storage controller: found, checked, read, written; then verified on the host."""
+"""Every emulated storage controller of the README, one boot each, with two
+disks on it: a host loop device given read-only (qemu/run's default), on
+which the image's rescue-smoke runs the battery qemu/smoke runs and
+qemu/smoke's own verdicts judge it (found through this controller, the
+host's size, sector sizes and bytes, reads, ext volume clean, read-only in
+the guest's kernel or writes discarded, the host's bytes unchanged); and an
+ext4 image given read-write: found, checked, read, written, then verified on
+the host."""
+import importlib.machinery
+import importlib.util
+import json
 import os
 import shutil
+import subprocess
 
 import pytest
 
-from disks import cat, fsck_clean, make_fs, tree
+from disks import cat, fsck_clean, loop_device, make_fs, sha256_file, tree
+from harness import TOP
+
+
+def _load(name, path):
+    loader = importlib.machinery.SourceFileLoader(name, path)
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(name, loader))
+    loader.exec_module(module)
+    return module
+
+
+smoke = _load("qemu_smoke", os.path.join(TOP, "qemu", "smoke"))
 
 # (name, qemu/run controller, extra disk options)
 CONTROLLERS = [
@@ -37,32 +58,72 @@ def golden(tmp_path_factory):
     return img
 
 
-# Waits (bounded, polling) for the labelled volume; prints its device.
-FIND = ("i=0; while [ $i -lt 150 ]; do d=$(blkid -L xrdata) && break; usleep 100000; i=$((i+1)); done; "
+# Waits (bounded, polling) for the volume labelled $L; prints its device.
+FIND = ("i=0; while [ $i -lt 150 ]; do d=$(blkid -L $L) && break; usleep 100000; i=$((i+1)); done; "
         "[ -n \"$d\" ] && echo DEV=$d")
+
+
+def find(g, name, label):
+    status, out = g.run(f"L={label}; {FIND}", timeout=40)
+    assert status == 0 and "DEV=" in out, f"controller {name}: the disk {label} did not appear within 15 s " \
+        f"(driver missing?); block devices: {g.run('ls /sys/class/block')[1]}"
+    return out.split("DEV=")[1].split()[0]
+
+
+def check_smoke(g, name, spec, view, dev):
+    """rescue-smoke in the guest on DEV, judged by qemu/smoke against the host's VIEW of SPEC."""
+    out = g.check(f"rescue-smoke --json --seconds=1 {dev}", timeout=120)
+    answers = [json.loads(line[len("smoke-json: "):]) for line in out.splitlines() if line.startswith("smoke-json: ")]
+    verdicts = smoke.verdicts(view, smoke.match(view, answers))
+    bad = {k: d for k, (ok, d) in verdicts.items() if not ok}
+    assert not bad and "mode" in verdicts, f"controller {name}: qemu/smoke's checks of {spec} failed: {bad}"
+    return verdicts
 
 
 @pytest.mark.parametrize("name,ctrl,extra", CONTROLLERS,
                          ids=[c.values[0] if hasattr(c, "values") else c[0] for c in CONTROLLERS])
 def test_controller(guest, golden, tmp_path, name, ctrl, extra):
+    # The read-only disk: the same volume on a disk of another size (the
+    # battery matches disks by size where a controller drops the serial).
+    ro_img = str(tmp_path / "ro.img")
+    shutil.copy(golden, ro_img)
+    subprocess.run(["tune2fs", "-L", "xrro", ro_img], check=True, capture_output=True)
+    os.truncate(ro_img, 128 << 20)
+    before = sha256_file(ro_img)
     img = str(tmp_path / "disk.img")
     shutil.copy(golden, img)
-    g = guest(f"ctrl-{name}", ["--direct", "--disk", f"{img},if={ctrl},rw{extra}"])
-    g.wait_shell()
-    status, out = g.run(FIND, timeout=40)
-    assert status == 0 and "DEV=" in out, f"controller {name}: the disk did not appear within 15 s " \
-        f"(driver missing?); block devices: {g.run('ls /sys/class/block')[1]}"
-    dev = out.split("DEV=")[1].split()[0]
-    if "4k" in name:
-        assert g.check(f"cat /sys/class/block/{os.path.basename(dev)}/queue/logical_block_size").strip() == "4096"
-    status, out = g.run(f"e2fsck -fn {dev}")
-    assert status == 0, f"controller {name}: e2fsck -fn {dev} exited {status}: {out}"
-    g.check(f"mount -o ro {dev} /mnt")
-    out = g.check("cd /mnt && sha256sum -c SHA256SUMS | grep -vc ': OK$' ; cd /")
-    assert out.strip().splitlines()[-1] == "0", f"controller {name}: checksum mismatch: {out}"
-    g.check("umount /mnt")
-    g.check(f"mount {dev} /mnt && echo 'written through {name}' > /mnt/written && umount /mnt")
-    assert g.poweroff() == 0
-    g.assert_no_fatal()
-    fsck_clean(img)
-    assert cat(img, "/written") == f"written through {name}\n".encode()
+    # The SD card controller takes one card: the loop device alone, writes discarded.
+    two = ctrl != "sdhci"
+    with loop_device(ro_img) as loop:
+        spec = f"{loop},if={ctrl}{extra}"
+        view = smoke.host_view(0, smoke.runner.parse_disk(spec))
+        args = ["--direct", "--disk", spec] + (["--disk", f"{img},if={ctrl},rw{extra}"] if two else [])
+        g = guest(f"ctrl-{name}", args)
+        g.wait_shell()
+        ro_dev = find(g, name, "xrro")
+        verdicts = check_smoke(g, name, spec, view, ro_dev)
+        if view["mode"] == "discard":
+            # The write goes through the controller into QEMU's throw-away overlay and reads back.
+            assert "cannot take a read-only drive" in verdicts["mode"][1], verdicts["mode"]
+            g.check(f"mount {ro_dev} /mnt && echo 'discarded on {name}' > /mnt/discarded && umount /mnt && "
+                    f"echo 3 > /proc/sys/vm/drop_caches && mount -o ro {ro_dev} /mnt")
+            assert g.check("cat /mnt/discarded; umount /mnt").strip() == f"discarded on {name}"
+        if two:
+            dev = find(g, name, "xrdata")
+            if "4k" in name:
+                assert g.check(f"cat /sys/class/block/{os.path.basename(dev)}/queue/logical_block_size").strip() \
+                    == "4096"
+            status, out = g.run(f"e2fsck -fn {dev}")
+            assert status == 0, f"controller {name}: e2fsck -fn {dev} exited {status}: {out}"
+            g.check(f"mount -o ro {dev} /mnt")
+            out = g.check("cd /mnt && sha256sum -c SHA256SUMS | grep -vc ': OK$' ; cd /")
+            assert out.strip().splitlines()[-1] == "0", f"controller {name}: checksum mismatch: {out}"
+            g.check("umount /mnt")
+            g.check(f"mount {dev} /mnt && echo 'written through {name}' > /mnt/written && umount /mnt")
+        assert g.poweroff() == 0
+        g.assert_no_fatal()
+        same = smoke.unchanged(view)
+    assert same[0] and sha256_file(ro_img) == before, f"controller {name}: the read-only disk changed on the host"
+    if two:
+        fsck_clean(img)
+        assert cat(img, "/written") == f"written through {name}\n".encode()

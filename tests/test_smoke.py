@@ -4,11 +4,10 @@ controllers, and the same disk with a read error injected by QEMU's
 blkdebug fails the read check, which names the sector."""
 import json
 import os
-import subprocess
 
 import pytest
 
-from disks import make_fs, tree
+from disks import loop_device, make_fs, tree
 from harness import TOP, host
 
 SMOKE = os.path.join(TOP, "qemu", "smoke")
@@ -22,10 +21,8 @@ def loop_disk(tmp_path):
     tree(str(src))
     img = str(tmp_path / "disk.img")
     make_fs(img, "64M", populate=str(src))
-    dev = host(["losetup", "-f", "--show", img]).stdout.strip()
-    assert dev, "losetup failed: the host needs loop device support"
-    yield dev
-    subprocess.run(["losetup", "-d", dev])
+    with loop_device(img) as dev:
+        yield dev
 
 
 @pytest.mark.parametrize("ctrl", ["virtio-blk", "nvme", "ahci"])
@@ -40,6 +37,11 @@ def test_smoke_passes_a_healthy_disk_and_names_a_bad_sector(loop_disk, tmp_path,
     assert checks["size"]["detail"].startswith(f"{64 << 20} bytes"), checks["size"]
     assert "ext4 e2fsck -fn 0" in checks["ext"]["detail"], checks["ext"]
     assert "MB/s" in checks["read"]["detail"], checks["read"]
+    # Read-only where the controller can take it, else writes discarded; the host's bytes as before either way.
+    mode = {"ahci": "writes go to a throw-away overlay", "nvme": "read-only in QEMU"}
+    assert checks["mode"]["detail"].startswith(mode.get(ctrl, "read-only in the guest's kernel, a write refused")), \
+        checks["mode"]
+    assert checks["unchanged"]["ok"], checks["unchanged"]
     assert result["disks"][0]["guest"]["serial"] == os.path.basename(loop_disk) or ctrl == "ahci" \
         or checks["found"]["ok"]
     # The same disk, reading it fails at one sector.
