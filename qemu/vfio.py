@@ -48,13 +48,25 @@ def driver_of(bdf):
         return None
 
 
+def override_of(bdf):
+    """The device's driver_override ("" when none): a device the host parks
+    on pci-stub or vfio-pci this way goes back to it."""
+    try:
+        with open(os.path.join(_dev(bdf), "driver_override")) as f:
+            v = f.read().strip()
+    except OSError:
+        return ""
+    return "" if v == "(null)" else v
+
+
 def _write(path, value):
     with open(os.path.join(hostdisk.sysfs(), path), "w") as f:
         f.write(value)
 
 
 def plan(bdfs):
-    """[(bdf, driver now)] for passing BDFS through; VfioError names why not."""
+    """[(bdf, driver now, driver_override now)] for passing BDFS through;
+    VfioError names why not."""
     groups = os.path.join(hostdisk.sysfs(), "kernel", "iommu_groups")
     if not os.path.isdir(groups) or not os.listdir(groups):
         raise VfioError("PCI passthrough needs an IOMMU, and this host has none active "
@@ -87,7 +99,7 @@ def plan(bdfs):
             if used:
                 raise VfioError(f"{bdf} holds {used[0]}: unmount, swapoff or stop it first "
                                 "(a passed controller cannot be read-only)")
-        out.append((bdf, driver_of(bdf)))
+        out.append((bdf, driver_of(bdf), override_of(bdf)))
     return out
 
 
@@ -102,15 +114,26 @@ def _state_file():
     return os.path.join(state_dir(), f"{os.getpid()}.json")
 
 
+def _started(pid):
+    """When process PID started (clock ticks after boot, /proc/PID/stat's
+    22nd field), or None: with the pid, it names one process, even after the
+    pid is used again."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def bind(devices, stopped=()):
-    """Binds DEVICES ([(bdf, driver)]) to vfio-pci, the state file written
-    first; VfioError when one does not bind (the caller gives all back),
-    _Stop when a signal came (STOPPED holds it)."""
+    """Binds DEVICES (plan()'s) to vfio-pci, the state file written first;
+    VfioError when one does not bind (the caller gives all back), _Stop
+    when a signal came (STOPPED holds it)."""
     os.makedirs(state_dir(), exist_ok=True)
     with open(_state_file() + ".tmp", "w") as f:
-        json.dump({"pid": os.getpid(), "devices": devices}, f)
+        json.dump({"pid": os.getpid(), "started": _started(os.getpid()), "devices": devices}, f)
     os.rename(_state_file() + ".tmp", _state_file())
-    for bdf, drv in devices:
+    for bdf, drv, _ in devices:
         if stopped:
             raise _Stop(stopped[0])
         if drv == "vfio-pci":
@@ -130,14 +153,15 @@ def bind(devices, stopped=()):
 
 
 def restore(devices, state=None):
-    """Gives each of DEVICES back to the driver it had; returns the lines
-    of what could not be given back (empty: all back, state file removed)."""
+    """Gives each of DEVICES back to the driver and driver_override it had;
+    returns the lines of what could not be given back (empty: all back,
+    state file removed)."""
     failed = []
-    for bdf, drv in devices:
+    for bdf, drv, override in devices:
         if drv == "vfio-pci" or not os.path.isdir(_dev(bdf)):
             continue
         try:
-            _write(f"bus/pci/devices/{bdf}/driver_override", "\n")
+            _write(f"bus/pci/devices/{bdf}/driver_override", (override or "") + "\n")
             if driver_of(bdf) not in (drv, None):
                 _write(f"bus/pci/devices/{bdf}/driver/unbind", bdf)
                 _wait_driver(bdf, None)
@@ -155,14 +179,16 @@ def restore(devices, state=None):
     return failed
 
 
-def _alive(pid):
+def _alive(pid, started):
+    """Whether the runner PID that started at STARTED still runs (a new
+    process with its old pid is not it)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    return started is None or _started(pid) == started
 
 
 def restore_left():
@@ -176,13 +202,14 @@ def restore_left():
         try:
             with open(path) as f:
                 saved = json.load(f)
-            pid, devices = int(saved["pid"]), [(str(b), d) for b, d in saved["devices"]]
+            pid, started = int(saved["pid"]), saved.get("started")
+            devices = [(str(b), d, str(o)) for b, d, o in saved["devices"]]
         except (OSError, ValueError, KeyError, TypeError) as e:
             print(f"qemu/run: {path} is unreadable ({e}); give its devices back by hand", file=sys.stderr)
             status = 1
             continue
-        if _alive(pid) and pid != os.getpid():
-            print(f"qemu/run: runner {pid} still runs with {', '.join(b for b, _ in devices)}; left alone")
+        if _alive(pid, started) and pid != os.getpid():
+            print(f"qemu/run: runner {pid} still runs with {', '.join(b for b, *_ in devices)}; left alone")
             continue
         failed = restore(devices, path)
         for line in failed:
@@ -191,7 +218,7 @@ def restore_left():
             status = 1
         else:
             print(f"qemu/run: runner {pid}'s devices given back: "
-                  + ", ".join(f"{b} to {d or 'no driver'}" for b, d in devices))
+                  + ", ".join(f"{b} to {d or 'no driver'}" for b, d, _ in devices))
     if not files:
         print(f"qemu/run: nothing to give back ({folder} holds no runner's devices)")
     return status

@@ -3,6 +3,7 @@ never a device the host is using, and every PCI device given back (a fake
 sysfs and kernel stand in for the IOMMU this machine lacks)."""
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -191,6 +192,12 @@ def test_modes_and_scsi_passthrough_command_lines(loopdev, tmp_path):
     assert r.returncode == 0 and "-device scsi-generic,drive=disk0,bus=virtioscsi0.0" in r.stdout, r.stderr
     assert "readonly" not in r.stdout and "snapshot" not in r.stdout
     refused(dry("--force-rw-scsi", "--disk", f"{loop},if=scsi-generic"), "takes a SCSI generic device")
+    # A comma in a path: written twice in --disk, as QEMU writes it, and doubled again for QEMU.
+    odd = tmp_path / "a,b.img"
+    shutil.copy(tmp_path / "modes.img", odd)
+    r = dry("--disk", f"{str(odd).replace(',', ',,')},if=nvme", "--serial-log", f"{tmp_path}/c,d.log")
+    assert r.returncode == 0 and f"file={tmp_path}/a,,b.img,format=raw" in r.stdout, r.stdout + r.stderr
+    assert f"logfile={tmp_path}/c,,d.log" in r.stdout, r.stdout
 
 
 def test_pci_refused_without_iommu():
@@ -199,13 +206,25 @@ def test_pci_refused_without_iommu():
 
 
 def three_devices(h):
-    """An HBA, an NVMe drive and a NIC, each alone in its IOMMU group but for a bridge."""
+    """An HBA, an NVMe drive and a NIC the host parks on pci-stub (by
+    driver_override), each alone in its IOMMU group but for a bridge."""
     h.pci("0000:00:01.0", "0x060400", "pcieport", "1")
     for i, (bdf, klass, drv) in enumerate([("0000:01:00.0", "0x010700", "mpt3sas"),
                                           ("0000:02:00.0", "0x010802", "nvme"),
-                                          ("0000:03:00.0", "0x020000", "igb")]):
+                                          ("0000:03:00.0", "0x020000", "pci-stub")]):
         h.pci(bdf, klass, drv, str(i + 2))
-    return {"0000:01:00.0": "mpt3sas", "0000:02:00.0": "nvme", "0000:03:00.0": "igb"}
+    h.write(override_path(h, "0000:03:00.0"), "pci-stub\n")
+    return {"0000:01:00.0": "mpt3sas", "0000:02:00.0": "nvme", "0000:03:00.0": "pci-stub"}
+
+
+def override_path(h, bdf):
+    return os.path.join(h.sys, "bus", "pci", "devices", bdf, "driver_override")
+
+
+def overrides_back(h):
+    """Every device's driver_override as the host had it: pci-stub's kept, the others none."""
+    now = {bdf: open(override_path(h, bdf)).read().strip() for bdf in ("0000:01:00.0", "0000:02:00.0", "0000:03:00.0")}
+    return all(v in ("", "(null)") for b, v in now.items() if b != "0000:03:00.0") and now["0000:03:00.0"] == "pci-stub"
 
 
 def pci_args(devices):
@@ -279,6 +298,7 @@ def test_vfio_devices_come_back_on_every_way_out(tmp_path):
         assert p.returncode != 0 and "0000:03:00.0 did not bind to vfio-pci" in err, err
         assert not os.path.exists(marker), "QEMU started after a failed bind"
         assert h.wait_drivers(devices) == devices, err
+        assert overrides_back(h), "a driver_override was not given back"
         assert os.listdir(h.state) == [], "the state file stayed after everything came back"
     # SIGTERM while QEMU runs: QEMU stopped, all given back.
     with FakeHost(str(tmp_path / "term")) as h:
@@ -288,12 +308,13 @@ def test_vfio_devices_come_back_on_every_way_out(tmp_path):
         assert wait_file(marker), p.stderr.read() if p.poll() is not None else "QEMU never started"
         assert h.wait_drivers(vfio_all) == vfio_all
         state = json.loads(open(os.path.join(h.state, f"{p.pid}.json")).read())
-        assert sorted(b for b, _ in state["devices"]) == sorted(devices)
+        assert sorted(b for b, *_ in state["devices"]) == sorted(devices)
         qemu_pid = int(open(marker).read())
         p.send_signal(signal.SIGTERM)
         _, err = p.communicate(timeout=60)
         assert p.returncode == 128 + signal.SIGTERM, err
         assert h.wait_drivers(devices) == devices, err
+        assert overrides_back(h)
         assert not os.path.exists(f"/proc/{qemu_pid}"), "QEMU outlived the runner"
         assert os.listdir(h.state) == []
     # SIGKILL: nothing can run then; --vfio-restore gives them back later.
@@ -311,9 +332,16 @@ def test_vfio_devices_come_back_on_every_way_out(tmp_path):
             time.sleep(0.05)
         assert not os.path.exists(f"/proc/{qemu_pid}"), "QEMU outlived a killed runner"
         assert h.wait_drivers(vfio_all, timeout=1) == vfio_all, "devices came back with nobody to do it"
+        # The dead runner's pid, used again by a living process: still a dead runner's devices.
+        state_file = os.path.join(h.state, f"{p.pid}.json")
+        state = json.loads(open(state_file).read())
+        state["pid"] = os.getpid()
+        with open(state_file, "w") as f:
+            json.dump(state, f)
         r = host([RUN, "--vfio-restore"], env=h.env())
-        assert r.returncode == 0 and f"runner {p.pid}'s devices given back" in r.stdout, r.stderr
+        assert r.returncode == 0 and f"runner {os.getpid()}'s devices given back" in r.stdout, r.stdout + r.stderr
         assert h.wait_drivers(devices) == devices
+        assert overrides_back(h)
         assert os.listdir(h.state) == []
         r = host([RUN, "--vfio-restore"], env=h.env())
         assert r.returncode == 0 and "nothing to give back" in r.stdout, r.stderr
