@@ -19,9 +19,13 @@ E2FSPROGS_LINKS := fsck.ext2:e2fsck fsck.ext3:e2fsck fsck.ext4:e2fsck \
 # static binary (the libraries are linked into every one of them).
 # LIBS puts mimalloc (mk/mimalloc.mk) and our word-at-a-time memcmp/strncmp
 # ahead of musl's malloc and byte loops.
+# Through the compiler cache: musl-gcc is a script whose date says nothing
+# of the gcc behind it, so the cache asks that gcc for its version and specs.
+E2FSPROGS_CC := $(strip $(CCACHE) $(MUSL_CC))
+E2FSPROGS_CCACHE := CCACHE_COMPILERCHECK='%compiler% -v'
 define E2FSPROGS_CONFIGURE_CMDS
 	@rm -rf $(E2FSPROGS_OBJ) && mkdir -p $(E2FSPROGS_OBJ)
-	@cd $(E2FSPROGS_OBJ) && CC="$(MUSL_CC)" CFLAGS="-O2 -ffunction-sections -fdata-sections $(PREFIX_MAP)" \
+	@cd $(E2FSPROGS_OBJ) && $(E2FSPROGS_CCACHE) CC="$(E2FSPROGS_CC)" CFLAGS="-O2 -ffunction-sections -fdata-sections $(PREFIX_MAP)" \
 	 LDFLAGS="-static -Wl,--gc-sections" LIBS="$(MIMALLOC_A) $(FAST_STRING_A)" PKG_CONFIG=/bin/false \
 	 $(TOP)/scripts/logged e2fsprogs configure $(E2FSPROGS_OBJ)/configure.log \
 	 $(E2FSPROGS_SRC)/configure --disable-nls --disable-fuse2fs --disable-uuidd \
@@ -29,7 +33,7 @@ define E2FSPROGS_CONFIGURE_CMDS
 	 --disable-elf-shlibs --disable-bsd-shlibs
 endef
 define E2FSPROGS_BUILD_CMDS
-	@scripts/logged e2fsprogs build $(E2FSPROGS_OBJ)/build.log $(MAKE) -C $(E2FSPROGS_OBJ) -j$(JOBS)
+	@$(E2FSPROGS_CCACHE) scripts/logged e2fsprogs build $(E2FSPROGS_OBJ)/build.log $(MAKE) -C $(E2FSPROGS_OBJ) -j$(JOBS)
 	@cd $(E2FSPROGS_OBJ) && strip --strip-all $(E2FSPROGS_PROGS)
 endef
 define E2FSPROGS_INSTALL_CMDS
