@@ -192,21 +192,30 @@ def test_tampered_image_signed_with_another_key_is_refused(guest, tmp_path):
 
 def test_signing_is_reproducible_and_a_wrong_key_pair_stops_the_build(tmp_path):
     """Two signatures of one file with one key are the same bytes (sbsign
-    stamps the signing time: the commit's is used); a key and a certificate
-    that do not belong together stop make with one line naming both."""
+    stamps the signing time: the commit's is used, on a clock that stands
+    still, so the second signing, which starts a second late as on a loaded
+    machine, stamps the same time); a key and a certificate that do not
+    belong together stop make with one line naming both."""
     key, cert = (os.path.expanduser(f"~/.cache/extrescue/secureboot/extrescue-sb.{x}") for x in ("key", "crt"))
     key = os.environ.get("EXTRESCUE_SB_KEY", key)
     cert = os.environ.get("EXTRESCUE_SB_CERT", cert)
     src = os.path.join(OUT, "build/boot-debs/usr/lib/systemd/boot/efi/systemd-bootx64.efi")
+    late = tmp_path / "late"
+    late.mkdir()
+    (late / "sbsign").write_text(f'#!/bin/sh\nsleep 1.2\nexec {shutil.which("sbsign")} "$@"\n')
+    (late / "sbsign").chmod(0o755)
     outs = []
-    for n in (1, 2):
+    for n, path in ((1, os.environ["PATH"]), (2, f"{late}:{os.environ['PATH']}")):
         out = str(tmp_path / f"signed{n}.efi")
         r = host([os.path.join(TOP, "scripts/sb-sign"), key, cert, src, out],
-                 env=dict(os.environ, SOURCE_DATE_EPOCH="1700000000"))
+                 env=dict(os.environ, SOURCE_DATE_EPOCH="1700000000", PATH=path))
         assert r.returncode == 0, r.stderr
         outs.append(open(out, "rb").read())
-        time.sleep(1.1)
     assert outs[0] == outs[1], "two signatures of the same file differ"
+    sig = str(tmp_path / "signed2.p7")
+    assert host(["sbattach", "--detach", sig, str(tmp_path / "signed2.efi")]).returncode == 0
+    parsed = host(["openssl", "asn1parse", "-inform", "DER", "-in", sig]).stdout
+    assert re.search(r"signingTime\n.*\n.*UTCTIME\s*:231114221320Z", parsed), parsed
     assert host(["sbverify", "--cert", cert, str(tmp_path / "signed1.efi")]).returncode == 0
 
     other_key = str(tmp_path / "other.key")
