@@ -161,13 +161,17 @@ def restore(devices, state=None):
         if drv == "vfio-pci" or not os.path.isdir(_dev(bdf)):
             continue
         try:
-            _write(f"bus/pci/devices/{bdf}/driver_override", (override or "") + "\n")
+            # The probe binds to the driver it had (the override names it
+            # for that moment), then the override it had is written back.
+            _write(f"bus/pci/devices/{bdf}/driver_override", (drv or override or "") + "\n")
             if driver_of(bdf) not in (drv, None):
                 _write(f"bus/pci/devices/{bdf}/driver/unbind", bdf)
                 _wait_driver(bdf, None)
             if drv and driver_of(bdf) is None:
                 _write("bus/pci/drivers_probe", bdf)
-            if not _wait_driver(bdf, drv):
+            back = _wait_driver(bdf, drv)
+            _write(f"bus/pci/devices/{bdf}/driver_override", (override or "") + "\n")
+            if not back:
                 failed.append(f"{bdf} is on {driver_of(bdf) or 'no driver'}, not back on {drv}")
         except OSError as e:
             failed.append(f"{bdf}: {e.strerror}")
@@ -203,7 +207,8 @@ def restore_left():
             with open(path) as f:
                 saved = json.load(f)
             pid, started = int(saved["pid"]), saved.get("started")
-            devices = [(str(b), d, str(o)) for b, d, o in saved["devices"]]
+            # A state file from before overrides were kept has two fields a device.
+            devices = [(str(b), d, str(rest[0] or "") if rest else "") for b, d, *rest in saved["devices"]]
         except (OSError, ValueError, KeyError, TypeError) as e:
             print(f"qemu/run: {path} is unreadable ({e}); give its devices back by hand", file=sys.stderr)
             status = 1
