@@ -1,5 +1,5 @@
 # extrescue: a bootable rescue image for ext2/ext3/ext4 servers.
-# `make` builds out/extrescue-<version>-x86_64.iso; `make help` lists targets.
+# `make` builds out/extrescue-<version>-<arch>.iso; `make help` lists targets.
 
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
@@ -13,19 +13,53 @@ STAMPS := $(OUT)/stamps
 EXTRESCUE_CACHE ?= $(HOME)/.cache/extrescue
 export EXTRESCUE_CACHE
 DL_DIR ?= $(EXTRESCUE_CACHE)/dl
+# make splits paths at spaces, and a recipe's rm -rf would then remove
+# whatever the first half names.
+$(foreach v,TOP OUT EXTRESCUE_CACHE DL_DIR,$(if $(filter-out 1,$(words $($(v)))),\
+  $(error extrescue: $(v) "$($(v))" has a space in it; make cannot build there: use a folder without one)))
 JOBS ?= $(shell nproc)
+# make -jN is honoured: MAKEFLAGS carries -j (and the jobserver) only when a
+# recipe runs, so these are expanded there. Given -j, a package's sub-make
+# takes its jobs from make's jobserver; a plain `make` builds one package at
+# a time on every core. ninja knows no jobserver: one job of make's is one of
+# ninja's.
+SUBMAKE_J = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
+NINJA_J = -j$(if $(filter -j%,$(MAKEFLAGS)),1,$(JOBS))
 export DL_DIR
 
-# Every timestamp in the image comes from the last commit.
-SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 1)
-# -dirty: a tree with uncommitted changes never builds under a commit's name.
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The builder's locale and time zone reach no output (sort orders, dates).
+export LC_ALL := C
+export TZ := UTC
+
+# The commit names the build and dates every timestamp in the image. -dirty:
+# a tree with uncommitted changes never builds under a commit's name; 12 hex
+# digits whatever the clone's size. A source archive (make legal-info) has no
+# .git but carries both in .tarball-version.
+ifneq ($(wildcard $(TOP)/.git),)
+SOURCE_DATE_EPOCH ?= $(shell git -C "$(TOP)" log -1 --format=%ct 2>/dev/null)
+VERSION ?= $(shell git -C "$(TOP)" describe --tags --always --dirty --abbrev=12 2>/dev/null)
+else
+SOURCE_DATE_EPOCH ?= $(word 2,$(file <$(TOP)/.tarball-version))
+VERSION ?= $(word 1,$(file <$(TOP)/.tarball-version))
+endif
 # Evaluate once, not at every use.
 SOURCE_DATE_EPOCH := $(SOURCE_DATE_EPOCH)
 VERSION := $(VERSION)
 export SOURCE_DATE_EPOCH
+# Never a build under a made-up name and date: say why and what to do.
+VERSIONLESS_GOALS := help clean distclean forget-secureboot-key
+ifneq ($(filter-out $(VERSIONLESS_GOALS),$(or $(MAKECMDGOALS),all)),)
+ifeq ($(and $(VERSION),$(SOURCE_DATE_EPOCH)),)
+$(error extrescue: git cannot name the commit of $(TOP) ($(or $(shell git -C "$(TOP)" describe --always 2>&1 >/dev/null | head -n 1),no .git and no .tarball-version)); for another user's checkout run 'git config --global --add safe.directory $(TOP)', or give VERSION= and SOURCE_DATE_EPOCH= on the command line)
+endif
+endif
 
-ISO := $(OUT)/extrescue-$(VERSION)-x86_64.iso
+# The target: arch/$(EXTRESCUE_ARCH).mk says what differs between architectures.
+EXTRESCUE_ARCH ?= x86_64
+$(if $(wildcard $(TOP)/arch/$(EXTRESCUE_ARCH).mk),,$(error extrescue: no arch/$(EXTRESCUE_ARCH).mk; EXTRESCUE_ARCH is one of: $(basename $(notdir $(wildcard $(TOP)/arch/*.mk)))))
+include $(TOP)/arch/$(EXTRESCUE_ARCH).mk
+
+ISO := $(OUT)/extrescue-$(VERSION)-$(EXTRESCUE_ARCH).iso
 
 # Fields of a pin in configs/sources.lock: $(call pin,NAME,FIELD)
 # FIELD: 3 = kind, 4 = Debian package, 5 = Debian version, 6 = file, 7 = sha256.
@@ -45,16 +79,32 @@ PREFIX_MAP := -ffile-prefix-map=$(BUILD)=/build
 $(STAMPS) $(BUILD):
 	@mkdir -p $@
 
+# $(call write_if_changed,FILE,TEXT): FILE holds TEXT and gets a new date only
+# when TEXT changes, so what depends on it is redone exactly then. The text
+# is written aside (a folder of this make's own) and moved over FILE, in one
+# shell for all of them once the Makefiles are read (mk/stamps-commit.mk):
+# two makes reading the Makefiles at once (parallel tests) never see half a
+# stamp, and a make that changes nothing starts no process per stamp.
+STAMPS_PENDING_DIR := $(STAMPS)/.pending.$(shell mkdir -p $(STAMPS)/.pending.$$PPID && echo $$PPID)
+STAMPS_PENDING :=
+write_if_changed = $(eval STAMPS_PENDING += $(1))$(file >$(STAMPS_PENDING_DIR)/$(subst /,%,$(1)),$(2))
+
 # Changes when SOURCE_DATE_EPOCH or VERSION does (a new commit), so every
 # timestamped output is redone with the new values.
 EPOCH_STAMP := $(STAMPS)/epoch
-$(shell mkdir -p $(STAMPS); echo "$(SOURCE_DATE_EPOCH) $(VERSION)" | cmp -s - $(EPOCH_STAMP) || echo "$(SOURCE_DATE_EPOCH) $(VERSION)" > $(EPOCH_STAMP))
+$(call write_if_changed,$(EPOCH_STAMP),$(SOURCE_DATE_EPOCH) $(VERSION))
 
 # One file per pin, rewritten only when that pin's line changes, so moving
 # one input to a new version rebuilds only what depends on it.
 pin_stamp = $(STAMPS)/pin-$(1)
 $(shell awk '!/^\#/ && NF' $(LOCK) | while read -r n rest; do \
 	echo "$$n $$rest" | cmp -s - $(STAMPS)/pin-$$n || echo "$$n $$rest" > $(STAMPS)/pin-$$n; done)
+
+# The host's compilers and linker build every binary: another version of
+# any of them rebuilds all (and the manifest names the ones that did).
+HOST_TOOLCHAIN := $(shell gcc --version | head -n 1; ld --version | head -n 1; \
+	dpkg-query -W -f='$${Package} $${Version}\n' musl-tools libc6-dev uuid-dev libpopt-dev 'libstdc++-*-dev' 2>/dev/null)
+$(call write_if_changed,$(STAMPS)/host-toolchain,$(HOST_TOOLCHAIN))
 
 # Host packages: checked once, again whenever the list changes.
 $(STAMPS)/host-deps: configs/host-packages | $(STAMPS)
@@ -86,6 +136,7 @@ include mk/secureboot.mk
 include mk/iso.mk
 include mk/netboot.mk
 include mk/test.mk
+include mk/stamps-commit.mk
 
 .PHONY: all
 all: $(OUT)/SHA256SUMS ## build the ISO, the netboot folder and tar, SHA256SUMS and manifest (the default)
@@ -105,11 +156,28 @@ update-pins: | $(STAMPS)/host-deps ## re-resolve each pin to the newest version 
 
 .PHONY: clean
 clean: ## remove build outputs (keeps the download cache)
-	rm -rf $(OUT)
+	rm -rf "$(OUT)"
 
+# The Secure Boot key cannot be made again: every medium signed with it
+# needs it enrolled, so distclean leaves it and says where.
 .PHONY: distclean
-distclean: clean ## also remove the download cache
-	rm -rf $(EXTRESCUE_CACHE)
+distclean: clean ## also remove the download cache (the Secure Boot key stays)
+	@if [ -d "$(EXTRESCUE_CACHE)" ]; then \
+	  find "$(EXTRESCUE_CACHE)" -mindepth 1 -maxdepth 1 ! -name secureboot -exec rm -rf {} +; \
+	  if [ -d "$(EXTRESCUE_CACHE)/secureboot" ]; then \
+	    echo "distclean: kept the Secure Boot key in $(EXTRESCUE_CACHE)/secureboot ('make forget-secureboot-key' removes it)"; \
+	  else rmdir "$(EXTRESCUE_CACHE)"; fi; \
+	fi
+
+.PHONY: forget-secureboot-key
+forget-secureboot-key: ## remove the project's Secure Boot key (asks; YES=1 does not): media signed with it then need a new MOK enrolled
+	@[ -d "$(SB_KEY_DIR)" ] || { echo "forget-secureboot-key: no key in $(SB_KEY_DIR)"; exit 0; }; \
+	if [ "$(YES)" != 1 ]; then \
+	  [ -t 0 ] || { echo "forget-secureboot-key: asks on a terminal; run it with YES=1 to remove $(SB_KEY_DIR) without asking" >&2; exit 1; }; \
+	  read -r -p "Remove the Secure Boot key in $(SB_KEY_DIR)? Every medium signed with it needs it enrolled. [y/N] " a; \
+	  [ "$$a" = y ] || { echo "forget-secureboot-key: kept"; exit 0; }; \
+	fi; \
+	rm -rf "$(SB_KEY_DIR)" && echo "forget-secureboot-key: removed $(SB_KEY_DIR)"
 
 .PHONY: version
 version: ## print the version the image is built under (the commit, -dirty for a modified tree)

@@ -17,7 +17,7 @@ define BUSYBOX_CONFIGURE_CMDS
 	 { echo "busybox: configs/busybox.config is incomplete for $(BUSYBOX_VERSION); run 'make busybox-menuconfig' and save" >&2; exit 1; }
 endef
 define BUSYBOX_BUILD_CMDS
-	@scripts/logged busybox build $(BUSYBOX_SRC)/build.log $(BUSYBOX_MAKE) -j$(JOBS) busybox
+	@scripts/logged busybox build $(BUSYBOX_SRC)/build.log $(BUSYBOX_MAKE) $(SUBMAKE_J) busybox
 endef
 # The binary itself goes in by gen-list (it also makes the applet links).
 define BUSYBOX_INSTALL_CMDS

@@ -6,7 +6,7 @@
 
 CRYPTSETUP_OBJ := $(BUILD)/cryptsetup
 CRYPTSETUP_DEPENDENCIES := $(STAMPS)/lvm2-installed $(STAMPS)/json-c-installed $(STAMPS)/popt-installed \
-	$(STAMPS)/util-linux-installed mk/storage-libs.mk
+	$(STAMPS)/util-linux-installed
 CRYPTSETUP_LICENSE := GPL-2.0-or-later AND LGPL-2.1-or-later
 CRYPTSETUP_LICENSE_FILES := COPYING COPYING.LGPL
 CRYPTSETUP_OPTIONS := -Dcrypto-backend=kernel -Dargon-implementation=internal -Dblkid=false \
@@ -21,7 +21,7 @@ define CRYPTSETUP_CONFIGURE_CMDS
 	 meson setup $(CRYPTSETUP_OBJ) $(CRYPTSETUP_SRC) $(CRYPTSETUP_OPTIONS)
 endef
 define CRYPTSETUP_BUILD_CMDS
-	@$(SYSROOT_ENV) scripts/logged cryptsetup build $(CRYPTSETUP_OBJ)/build.log ninja -C $(CRYPTSETUP_OBJ) -j$(JOBS) src/cryptsetup
+	@$(SYSROOT_ENV) scripts/logged cryptsetup build $(CRYPTSETUP_OBJ)/build.log ninja -C $(CRYPTSETUP_OBJ) $(NINJA_J) src/cryptsetup
 endef
 define CRYPTSETUP_INSTALL_CMDS
 	@mkdir -p $(CRYPTSETUP_ROOT)/sbin

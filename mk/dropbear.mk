@@ -15,10 +15,10 @@ define DROPBEAR_CONFIGURE_CMDS
 	@cd $(DROPBEAR_OBJ) && CC="$(MUSL_CC)" CFLAGS="-O2 -ffunction-sections -fdata-sections $(PREFIX_MAP)" \
 	  LDFLAGS="-static -Wl,--gc-sections" \
 	  $(TOP)/scripts/logged dropbear configure $(DROPBEAR_OBJ)/configure.log \
-	  $(DROPBEAR_SRC)/configure --host=x86_64-linux-musl $(DROPBEAR_CONFIGURE_OPTIONS)
+	  $(DROPBEAR_SRC)/configure --host=$(GNU_TRIPLET) $(DROPBEAR_CONFIGURE_OPTIONS)
 endef
 define DROPBEAR_BUILD_CMDS
-	@scripts/logged dropbear build $(DROPBEAR_OBJ)/build.log $(MAKE) -C $(DROPBEAR_OBJ) -j$(JOBS) \
+	@scripts/logged dropbear build $(DROPBEAR_OBJ)/build.log $(MAKE) -C $(DROPBEAR_OBJ) $(SUBMAKE_J) \
 	  PROGRAMS="$(DROPBEAR_PROGRAMS)" MULTI=1
 endef
 # One binary; each program is a link to it, dbclient also as ssh.

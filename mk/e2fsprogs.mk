@@ -33,7 +33,7 @@ define E2FSPROGS_CONFIGURE_CMDS
 	 --disable-elf-shlibs --disable-bsd-shlibs
 endef
 define E2FSPROGS_BUILD_CMDS
-	@$(E2FSPROGS_CCACHE) scripts/logged e2fsprogs build $(E2FSPROGS_OBJ)/build.log $(MAKE) -C $(E2FSPROGS_OBJ) -j$(JOBS)
+	@$(E2FSPROGS_CCACHE) scripts/logged e2fsprogs build $(E2FSPROGS_OBJ)/build.log $(MAKE) -C $(E2FSPROGS_OBJ) $(SUBMAKE_J)
 	@cd $(E2FSPROGS_OBJ) && strip --strip-all $(E2FSPROGS_PROGS)
 endef
 define E2FSPROGS_INSTALL_CMDS

@@ -12,7 +12,7 @@ define GDDRESCUE_CONFIGURE_CMDS
 	  LDFLAGS="-static -Wl,--gc-sections"
 endef
 define GDDRESCUE_BUILD_CMDS
-	@scripts/logged gddrescue build $(GDDRESCUE_SRC)/build.log $(MAKE) -C $(GDDRESCUE_SRC) -j$(JOBS) ddrescue
+	@scripts/logged gddrescue build $(GDDRESCUE_SRC)/build.log $(MAKE) -C $(GDDRESCUE_SRC) $(SUBMAKE_J) ddrescue
 endef
 define GDDRESCUE_INSTALL_CMDS
 	@mkdir -p $(GDDRESCUE_ROOT)/usr/bin

@@ -5,7 +5,7 @@ HDPARM_DEPENDENCIES := $(STAMPS)/linux-headers
 HDPARM_LICENSE := BSD-2-Clause
 HDPARM_LICENSE_FILES := LICENSE.TXT
 define HDPARM_BUILD_CMDS
-	@scripts/logged hdparm build $(HDPARM_SRC)/build.log $(MAKE) -C $(HDPARM_SRC) -j$(JOBS) CC="$(MUSL_CC)" \
+	@scripts/logged hdparm build $(HDPARM_SRC)/build.log $(MAKE) -C $(HDPARM_SRC) $(SUBMAKE_J) CC="$(MUSL_CC)" \
 	  CFLAGS="-O2 -ffunction-sections -fdata-sections $(PREFIX_MAP)" LDFLAGS="-static -Wl,--gc-sections" STRIP=true hdparm
 endef
 define HDPARM_INSTALL_CMDS

@@ -2,7 +2,11 @@
 
 INITRAMFS := $(OUT)/initramfs.cpio.zst
 INITRAMFS_GEN := $(BUILD)/initramfs-gen
-INITRAMFS_INPUTS := initramfs/init initramfs/base.list initramfs/gen-list initramfs/modes $(wildcard iso/loader/entries/*.conf) \
+# The boot menu's entries (the ESP's too): the list is a stamp, so an entry
+# taken away redoes what carries them.
+LOADER_ENTRIES := $(sort $(wildcard iso/loader/entries/*.conf))
+$(call write_if_changed,$(STAMPS)/loader-entries,$(LOADER_ENTRIES))
+INITRAMFS_INPUTS := initramfs/init initramfs/base.list initramfs/gen-list initramfs/modes $(LOADER_ENTRIES) $(STAMPS)/loader-entries \
 	$(shell find initramfs/rootfs -print) README.md
 # Every component's image tree, our tools, and the licence texts.
 INITRAMFS_DEPS := $(foreach p,$(PACKAGES),$(STAMPS)/$(p)-installed) $(STAMPS)/legal-root \
@@ -23,6 +27,7 @@ $(STAMPS)/initramfs-gen: $(INITRAMFS_INPUTS) $(foreach n,$(PACKAGES),$(call pin_
 
 $(INITRAMFS): $(INITRAMFS_DEPS) $(STAMPS)/initramfs-gen
 	@initramfs/gen-list $(TOP)/initramfs $(BUSYBOX_BIN) $(INITRAMFS_GEN) $(IMAGE_ROOTS) > $(BUILD)/initramfs.list
+	@scripts/check-bin-arch initramfs "$(ELF_MACHINE)" $$(awk '$$1 == "file" {print $$3}' $(BUILD)/initramfs.list)
 	@$(GEN_INIT_CPIO) -t $(SOURCE_DATE_EPOCH) $(BUILD)/initramfs.list > $(BUILD)/initramfs.cpio
 	@zstd -q -f -19 -T1 $(BUILD)/initramfs.cpio -o $@
 	@echo "initramfs: $$(grep -c . $(BUILD)/initramfs.list) entries, $$(stat -c %s $@) bytes"

@@ -6,7 +6,7 @@ BOOT_DEBS := $(BUILD)/boot-debs
 ISO_STAGE := $(BUILD)/iso-stage
 ESP_IMG := $(BUILD)/efiboot.img
 MANIFEST := $(OUT)/manifest
-ISO_INPUTS := iso/isolinux.cfg iso/loader/loader.conf $(wildcard iso/loader/entries/*.conf) \
+ISO_INPUTS := iso/isolinux.cfg iso/loader/loader.conf $(LOADER_ENTRIES) $(STAMPS)/loader-entries \
 	iso/build-esp iso/build-iso scripts/manifest scripts/licenses-index $(COMPONENTS)
 
 $(STAMPS)/boot-debs: $(foreach n,isolinux syslinux-common systemd-boot-efi,$(call pin_stamp,$(n))) | $(STAMPS)/host-deps $(BUILD)
@@ -17,7 +17,7 @@ $(STAMPS)/boot-debs: $(foreach n,isolinux syslinux-common systemd-boot-efi,$(cal
 
 ESP_STAGE := $(BUILD)/esp-stage
 $(ESP_IMG): $(STAMPS)/shim-debs $(SIGNED_BOOTLOADER) $(SIGNED_UKI) $(MOK_CER) \
-		iso/loader/loader.conf $(wildcard iso/loader/entries/*.conf) iso/build-esp
+		iso/loader/loader.conf $(LOADER_ENTRIES) $(STAMPS)/loader-entries iso/build-esp
 	@rm -rf $(ESP_STAGE) && mkdir -p $(ESP_STAGE)/EFI/BOOT $(ESP_STAGE)/EFI/extrescue $(ESP_STAGE)/loader/entries
 	@cp $(SHIM) $(ESP_STAGE)/EFI/BOOT/BOOTX64.EFI
 	@cp $(MOKMANAGER) $(ESP_STAGE)/EFI/BOOT/mmx64.efi
@@ -37,7 +37,7 @@ $(ISO): $(ESP_IMG) $(ISO_INPUTS)
 	@cp $(ESP_IMG) $(ISO_STAGE)/boot/efiboot.img
 	@mkdir -p $(ISO_STAGE)/EFI/extrescue && cp $(MOK_CER) $(ISO_STAGE)/EFI/extrescue/
 	@scripts/licenses-index $(COMPONENTS) > $(ISO_STAGE)/LICENSES
-	@rm -f $(OUT)/extrescue-*-x86_64.iso
+	@rm -f $(OUT)/extrescue-*-$(EXTRESCUE_ARCH).iso
 	@iso/build-iso $@ $(ISO_STAGE) $(BOOT_DEBS)/usr/lib/ISOLINUX/isohdpfx.bin
 	@VERSION=$(VERSION) LINUX_CONFIG=$(LINUX_OBJ)/.config ESP_STAGE=$(ESP_STAGE) scripts/manifest $(COMPONENTS) \
 	  $(foreach p,$(PACKAGES),$(p)=$($(PKG_VAR_$(p))_SRC)) > $(MANIFEST)

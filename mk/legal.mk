@@ -33,9 +33,7 @@ pin_origin = $(if $(filter src,$(call pin_kind,$(1))),debian:$(call pin,$(1),4),
 # An upstream pin is named by the upstream version: no epoch, no Debian revision.
 pin_version = $(if $(filter src,$(call pin_kind,$(1))),$(call pin,$(1),5),$(shell echo '$(call pin,$(1),5)' | sed 's/^[0-9]*://; s/-[^-]*$$//'))
 
-$(COMPONENTS): $(foreach p,$(PACKAGES) isolinux syslinux-common systemd-boot-efi syslinux systemd shim-signed shim-helpers shim,$(call pin_stamp,$(p))) \
-		$(wildcard mk/*.mk) $(EPOCH_STAMP) | $(BUILD)
-	@{ $(foreach p,$(PACKAGES),$(call component_row,$(p),$(call pin_version,$(p)),$($(PKG_VAR_$(p))_LICENSE),$(call pin_origin,$(p)),$(p),$(wildcard $($(PKG_VAR_$(p))_PATCH_DIR)))) \
+COMPONENT_ROWS = { $(foreach p,$(PACKAGES),$(call component_row,$(p),$(call pin_version,$(p)),$($(PKG_VAR_$(p))_LICENSE),$(call pin_origin,$(p)),$(p),$(wildcard $($(PKG_VAR_$(p))_PATCH_DIR)))) \
 	   $(call component_row,extrescue,$(VERSION),$(EXTRESCUE_LICENSE),ours,git) \
 	   $(call component_row,isolinux,$(call pin,isolinux,5),$(ISOLINUX_LICENSE),debian-binary:isolinux,syslinux) \
 	   $(call component_row,syslinux-common,$(call pin,syslinux-common,5),$(SYSLINUX_COMMON_LICENSE),debian-binary:syslinux-common,syslinux) \
@@ -47,7 +45,15 @@ $(COMPONENTS): $(foreach p,$(PACKAGES) isolinux syslinux-common systemd-boot-efi
 	   $(call component_row,glibc,$(call host_version,libc6-dev),$(GLIBC_LICENSE),host:libc6-dev,-) \
 	   $(call component_row,libstdc++,$(call host_version,libstdc++-$(GCC_MAJOR)-dev),$(LIBSTDCXX_LICENSE),host:libstdc++-$(GCC_MAJOR)-dev,-) \
 	   $(call component_row,host-libuuid,$(call host_version,uuid-dev),$(HOST_LIBUUID_LICENSE),host:uuid-dev,-) \
-	   $(call component_row,host-popt,$(call host_version,libpopt-dev),$(HOST_POPT_LICENSE),host:libpopt-dev,-) } > $@
+	   $(call component_row,host-popt,$(call host_version,libpopt-dev),$(HOST_POPT_LICENSE),host:libpopt-dev,-) }
+# What the rows take from the .mk files (licences, patch folders) is a
+# stamp: a licence changed there redoes the table, a comment does not. The
+# versions come from the pins' stamps and the host toolchain's.
+$(call write_if_changed,$(STAMPS)/component-licences,$(foreach p,$(PACKAGES),$(p) $($(PKG_VAR_$(p))_LICENSE) \
+	$(wildcard $($(PKG_VAR_$(p))_PATCH_DIR));) $(foreach v,$(filter %_LICENSE,$(.VARIABLES)),$(v)=$($(v))))
+$(COMPONENTS): $(foreach p,$(PACKAGES) isolinux syslinux-common systemd-boot-efi syslinux systemd shim-signed shim-helpers shim,$(call pin_stamp,$(p))) \
+		$(STAMPS)/component-licences $(STAMPS)/host-toolchain $(EPOCH_STAMP) | $(BUILD)
+	@$(COMPONENT_ROWS) > $@
 
 # Every folder whose files go into the initramfs besides initramfs/ itself.
 IMAGE_ROOTS = $(foreach p,$(PACKAGES),$($(PKG_VAR_$(p))_ROOT)) $(SRC_ROOT) $(LEGAL_ROOT)

@@ -7,9 +7,9 @@ LINUX_FRAGMENTS := $(sort $(wildcard configs/linux/*.config))
 LINUX_DEPENDENCIES := $(LINUX_FRAGMENTS) scripts/kconfig-check
 LINUX_LICENSE := GPL-2.0-only WITH Linux-syscall-note
 LINUX_LICENSE_FILES := COPYING LICENSES/preferred/GPL-2.0 LICENSES/exceptions/Linux-syscall-note
-BZIMAGE := $(LINUX_OBJ)/arch/x86/boot/bzImage
+BZIMAGE := $(LINUX_OBJ)/$(KERNEL_IMAGE)
 KHEADERS := $(BUILD)/kheaders
-LINUX_MAKE = $(MAKE) -C $(LINUX_SRC) O=$(LINUX_OBJ) ARCH=x86_64 \
+LINUX_MAKE = $(MAKE) -C $(LINUX_SRC) O=$(LINUX_OBJ) ARCH=$(KERNEL_ARCH) \
 	CC="$(strip $(CCACHE) gcc)" HOSTCC="$(strip $(CCACHE) gcc)" \
 	KBUILD_BUILD_TIMESTAMP=@$(SOURCE_DATE_EPOCH) KBUILD_BUILD_USER=extrescue \
 	KBUILD_BUILD_HOST=extrescue KBUILD_BUILD_VERSION=1
@@ -19,7 +19,9 @@ define LINUX_CONFIGURE_CMDS
 	@echo "linux: configuring from $(words $(LINUX_FRAGMENTS)) fragments"
 	@$(MAKE) -s --no-print-directory $(LINUX_OBJ)/.config
 endef
-$(LINUX_OBJ)/.config: $(STAMPS)/linux-patched $(LINUX_DEPENDENCIES)
+# The recipe stamp holds the fragment list: a fragment taken away
+# reconfigures too (a date cannot say that a file is gone).
+$(LINUX_OBJ)/.config: $(STAMPS)/linux-patched $(LINUX_DEPENDENCIES) $(STAMPS)/linux-recipe
 	@mkdir -p $(LINUX_OBJ)
 	@$(LINUX_MAKE) -s tinyconfig >/dev/null
 	@cd $(LINUX_OBJ) && $(LINUX_SRC)/scripts/kconfig/merge_config.sh -m .config $(abspath $(LINUX_FRAGMENTS)) >/dev/null
@@ -27,7 +29,7 @@ $(LINUX_OBJ)/.config: $(STAMPS)/linux-patched $(LINUX_DEPENDENCIES)
 	@scripts/kconfig-check $@ $(LINUX_FRAGMENTS) || { mv $@ $@.rejected; exit 1; }
 
 define LINUX_BUILD_CMDS
-	@start=$$(date +%s); scripts/logged linux build $(LINUX_OBJ)/build.log $(LINUX_MAKE) -j$(JOBS) bzImage && \
+	@start=$$(date +%s); scripts/logged linux build $(LINUX_OBJ)/build.log $(LINUX_MAKE) $(SUBMAKE_J) $(notdir $(KERNEL_IMAGE)) && \
 	 echo "$$(( $$(date +%s) - start ))" > $(LINUX_OBJ)/build-seconds
 endef
 # No loadable modules: everything is built in. modules.builtin tells
@@ -48,11 +50,10 @@ $(STAMPS)/linux-built: $(EPOCH_STAMP)
 # patch touching a uapi header changes, not for every change of the series.
 LINUX_UAPI_STAMP := $(STAMPS)/linux-uapi-patches
 LINUX_UAPI_PATCHES := $(shell grep -l '^+++ .*include/uapi/' $(LINUX_PATCH_DIR)/*.patch 2>/dev/null)
-$(shell mkdir -p $(STAMPS); { sha256sum $(LINUX_UAPI_PATCHES) /dev/null; } | cmp -s - $(LINUX_UAPI_STAMP) || \
-	sha256sum $(LINUX_UAPI_PATCHES) /dev/null > $(LINUX_UAPI_STAMP))
+$(call write_if_changed,$(LINUX_UAPI_STAMP),$(shell sha256sum $(LINUX_UAPI_PATCHES) /dev/null))
 $(STAMPS)/linux-headers: $(call pin_stamp,linux) $(LINUX_UAPI_STAMP) | $(STAMPS)/linux-patched
 	@rm -rf $(KHEADERS)
-	@$(MAKE) -s -C $(LINUX_SRC) O=$(BUILD)/linux-hdr ARCH=x86_64 headers_install INSTALL_HDR_PATH=$(KHEADERS) >/dev/null
+	@$(MAKE) -s -C $(LINUX_SRC) O=$(BUILD)/linux-hdr ARCH=$(KERNEL_ARCH) headers_install INSTALL_HDR_PATH=$(KHEADERS) >/dev/null
 	@touch $@
 
 # The kernel's own cpio generator, built for the host.
@@ -61,7 +62,19 @@ $(GEN_INIT_CPIO): $(STAMPS)/linux-patched
 	@mkdir -p $(dir $@)
 	@$(CC) -O2 -o $@ $(LINUX_SRC)/usr/gen_init_cpio.c
 
+# menuconfig edits a copy; what changed against the merged config goes into
+# a fragment, so the next build merges and checks it like every other option
+# (an edit of the build's .config would ship unchecked and vanish at the next
+# reconfigure).
+LINUX_MENUCONFIG_FRAGMENT := configs/linux/menuconfig.config
 .PHONY: linux-menuconfig
-linux-menuconfig: $(STAMPS)/linux-configured ## edit the kernel config (copy changes into a fragment)
-	@$(LINUX_MAKE) menuconfig
-	@echo "linux: menuconfig changed $(LINUX_OBJ)/.config only; add the options you want to a file in configs/linux/"
+linux-menuconfig: $(STAMPS)/linux-configured ## edit the kernel config; the changes go to configs/linux/menuconfig.config
+	@rm -rf $(BUILD)/linux-menuconfig && mkdir -p $(BUILD)/linux-menuconfig
+	@cp $(LINUX_OBJ)/.config $(BUILD)/linux-menuconfig/.config
+	@$(MAKE) -C $(LINUX_SRC) O=$(BUILD)/linux-menuconfig ARCH=$(KERNEL_ARCH) menuconfig
+	@$(LINUX_SRC)/scripts/diffconfig -m $(LINUX_OBJ)/.config $(BUILD)/linux-menuconfig/.config > $(BUILD)/linux-menuconfig/diff
+	@if [ -s $(BUILD)/linux-menuconfig/diff ]; then \
+	  { [ -f $(LINUX_MENUCONFIG_FRAGMENT) ] || echo "# Options set with make linux-menuconfig (scripts/diffconfig against the merged config)."; \
+	    cat $(BUILD)/linux-menuconfig/diff; } >> $(LINUX_MENUCONFIG_FRAGMENT); \
+	  echo "linux: $$(wc -l < $(BUILD)/linux-menuconfig/diff) changed options added to $(LINUX_MENUCONFIG_FRAGMENT); make merges and checks them"; \
+	else echo "linux: menuconfig changed nothing"; fi

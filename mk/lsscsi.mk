@@ -7,7 +7,7 @@ LSSCSI_LICENSE := GPL-2.0-or-later
 LSSCSI_LICENSE_FILES := COPYING
 LSSCSI_CONFIGURE_CMDS = $(call musl_configure,lsscsi,LSSCSI)
 define LSSCSI_BUILD_CMDS
-	@scripts/logged lsscsi build $(LSSCSI_OBJ)/build.log $(MAKE) -C $(LSSCSI_OBJ) -j$(JOBS)
+	@scripts/logged lsscsi build $(LSSCSI_OBJ)/build.log $(MAKE) -C $(LSSCSI_OBJ) $(SUBMAKE_J)
 endef
 define LSSCSI_INSTALL_CMDS
 	@mkdir -p $(LSSCSI_ROOT)/usr/bin

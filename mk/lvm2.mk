@@ -3,7 +3,7 @@
 # cryptsetup. No udev, no daemons (lvmetad, lvmpolld, lvmlockd, dmeventd):
 # a rescue system runs the commands by hand.
 
-LVM2_DEPENDENCIES := $(STAMPS)/libaio-installed mk/storage-libs.mk
+LVM2_DEPENDENCIES := $(STAMPS)/libaio-installed
 LVM2_LICENSE := GPL-2.0-only AND LGPL-2.1-only AND BSD-2-Clause
 LVM2_LICENSE_FILES := COPYING COPYING.LIB COPYING.BSD
 LVM2_LINKS := pvs vgs lvs pvscan vgscan lvscan pvdisplay vgdisplay lvdisplay vgchange lvchange \
@@ -25,7 +25,7 @@ define LVM2_CONFIGURE_CMDS
 	 --disable-fsadm --disable-lvmimportvdo --disable-nls --with-vdo=none
 endef
 define LVM2_BUILD_CMDS
-	@scripts/logged lvm2 build $(LVM2_SRC)/build.log $(MAKE) -C $(LVM2_SRC) -j$(JOBS) $(SYSROOT_ENV) all
+	@scripts/logged lvm2 build $(LVM2_SRC)/build.log $(MAKE) -C $(LVM2_SRC) $(SUBMAKE_J) $(SYSROOT_ENV) all
 	@cp $(LVM2_SRC)/libdm/ioctl/libdevmapper.a $(SYSROOT)/lib/ && cp $(LVM2_SRC)/libdm/libdevmapper.h $(SYSROOT)/include/
 	@printf 'Name: devmapper\nDescription: lvm2 libdevmapper\nVersion: %s\nCflags: -I%s/include\nLibs: -L%s/lib -ldevmapper\nLibs.private: -lm -lpthread\n' \
 	  '$(LVM2_VERSION)' '$(SYSROOT)' '$(SYSROOT)' > $(SYSROOT_PC)/devmapper.pc

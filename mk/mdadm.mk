@@ -5,7 +5,7 @@ MDADM_DEPENDENCIES := $(STAMPS)/linux-headers
 MDADM_LICENSE := GPL-2.0-or-later
 MDADM_LICENSE_FILES := COPYING
 define MDADM_BUILD_CMDS
-	@scripts/logged mdadm build $(MDADM_SRC)/build.log $(MAKE) -C $(MDADM_SRC) -j$(JOBS) CC="$(MUSL_CC)" \
+	@scripts/logged mdadm build $(MDADM_SRC)/build.log $(MAKE) -C $(MDADM_SRC) $(SUBMAKE_J) CC="$(MUSL_CC)" \
 	  CXFLAGS="-O2 -ffunction-sections -fdata-sections $(PREFIX_MAP) -DNO_LIBUDEV" LDFLAGS="-static -Wl,--gc-sections" \
 	  COROSYNC="-DNO_COROSYNC" DLM="-DNO_DLM" mdadm
 endef

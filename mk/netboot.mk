@@ -22,7 +22,7 @@ $(STAMPS)/netboot-debs: $(call pin_stamp,pxelinux) | $(STAMPS)/host-deps $(BUILD
 	@touch $@
 
 # Rewritten only when the command line changes, so the image is rebuilt then.
-$(shell echo '$(UKI_CMDLINE)' | cmp -s - $(STAMPS)/uki-cmdline || echo '$(UKI_CMDLINE)' > $(STAMPS)/uki-cmdline)
+$(call write_if_changed,$(STAMPS)/uki-cmdline,$(UKI_CMDLINE))
 
 $(NETBOOT_TAR): $(STAMPS)/netboot-debs $(STAMPS)/boot-debs $(STAMPS)/linux-built $(INITRAMFS) \
 		$(STAMPS)/initramfs-gen $(STAMPS)/uki-cmdline $(SIGNED_UKI) $(STAMPS)/shim-debs $(NETBOOT_INPUTS)

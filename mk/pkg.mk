@@ -4,7 +4,7 @@
 #   source      fetch and verify the pin (and Debian's patch archive)    <- the pin's line
 #   extracted   unpack the orig tarball, Debian's debian/ beside it
 #   patched     Debian's series, then ours (NAME-patches/series)         <- our patch files
-#   configured  P_CONFIGURE_CMDS                                         <- P_MK, P_DEPENDENCIES
+#   configured  P_CONFIGURE_CMDS                     <- the recipe, P_DEPENDENCIES, host toolchain
 #   built       P_BUILD_CMDS
 #   installed   P_INSTALL_CMDS into P_ROOT, licence texts, static check  <- what the image takes
 #
@@ -14,7 +14,6 @@
 #   P_OBJ      build folder (default: P_SRC, an in-tree build)
 #   P_ROOT     what the component puts into the image (default out/build/NAME-root)
 #   P_PATCH_DIR       our series and patches (default NAME-patches)
-#   P_MK              the file that defines it (default mk/NAME.mk)
 #   P_DEPENDENCIES    stamps or files the configure step needs (other components)
 #   P_LICENSE         SPDX expression; P_LICENSE_FILES: paths in P_SRC
 #   P_POST_PATCH_CMDS, P_CONFIGURE_CMDS, P_BUILD_CMDS, P_INSTALL_CMDS: recipe lines (may be empty)
@@ -27,13 +26,21 @@ PACKAGES :=
 # static musl build (the recipe line of the components built that way).
 musl_configure = @cd $($(2)_OBJ) && CC="$(MUSL_CC)" CFLAGS="-O2 -ffunction-sections -fdata-sections $(PREFIX_MAP)" \
 	LDFLAGS="-static -Wl,--gc-sections" $(TOP)/scripts/logged $(1) configure $($(2)_OBJ)/configure.log \
-	$($(2)_SRC)/configure --host=x86_64-linux-musl $(3)
+	$($(2)_SRC)/configure --host=$(GNU_TRIPLET) $(3)
 # The kind column of a pin: src (Debian's patches apply), orig, deb, legal.
 pin_kind = $(call pin,$(1),3)
 
 # $(call package_patch_series,NAME): the series files applied, in order.
 package_patch_series = $(if $(filter src,$(call pin_kind,$(1))),$($(2)_SRC)/debian/patches/series) \
 	$(wildcard $($(2)_PATCH_DIR)/series)
+
+# What a package's build does, as text: its command blocks (flags, --host,
+# compilers included, as expanded now) and its dependency list. A stamp holds
+# it, so a changed flag or a dependency taken away rebuilds the package, and
+# a comment in a .mk file rebuilds nothing. The checkout folder and make's
+# share of jobs are left out: neither changes what is built.
+recipe_text = $(subst $(TOP)/,,$(subst -j$(JOBS),,$($(1)_POST_PATCH_CMDS) $($(1)_CONFIGURE_CMDS) \
+	$($(1)_BUILD_CMDS) $($(1)_INSTALL_CMDS) $($(1)_DEPENDENCIES)))
 
 define package
 PACKAGES += $(1)
@@ -43,7 +50,6 @@ $(2)_SRC ?= $$(BUILD)/$(1)-src
 $(2)_OBJ ?= $$($(2)_SRC)
 $(2)_ROOT ?= $$(BUILD)/$(1)-root
 $(2)_PATCH_DIR ?= $(1)-patches
-$(2)_MK ?= mk/$(1).mk
 $(2)_PATCHES := $$(wildcard $$($(2)_PATCH_DIR)/series $$($(2)_PATCH_DIR)/*.patch)
 
 $$(STAMPS)/$(1)-source: $$(call pin_stamp,$(1)) | $$(STAMPS)/host-deps $$(BUILD)
@@ -60,7 +66,8 @@ $$(STAMPS)/$(1)-patched: $$(STAMPS)/$(1)-extracted $$($(2)_PATCHES)
 	$$($(2)_POST_PATCH_CMDS)
 	@touch $$@
 
-$$(STAMPS)/$(1)-configured: $$(STAMPS)/$(1)-patched $$($(2)_DEPENDENCIES) $$($(2)_MK) mk/pkg.mk
+$$(call write_if_changed,$$(STAMPS)/$(1)-recipe,$$(call recipe_text,$(2)))
+$$(STAMPS)/$(1)-configured: $$(STAMPS)/$(1)-patched $$($(2)_DEPENDENCIES) $$(STAMPS)/$(1)-recipe $$(STAMPS)/host-toolchain
 	@mkdir -p $$($(2)_OBJ)
 	$$($(2)_CONFIGURE_CMDS)
 	@touch $$@
@@ -75,6 +82,7 @@ $$(STAMPS)/$(1)-installed: $$(STAMPS)/$(1)-built
 	$$($(2)_INSTALL_CMDS)
 	@scripts/install-licenses $(1) $$($(2)_SRC) $$($(2)_ROOT) $$($(2)_LICENSE_FILES)
 	@scripts/check-static $(1) $$$$(find $$($(2)_ROOT) -type f -path '*bin/*')
+	@scripts/check-bin-arch $(1) "$$(ELF_MACHINE)" $$$$(find $$($(2)_ROOT) -type f)
 	@touch $$@
 
 .PHONY: $(1) $(1)-source $(1)-rebuild $(1)-reconfigure $(1)-dirclean

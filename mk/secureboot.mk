@@ -19,7 +19,7 @@ SIGNED_UKI := $(SB_DIR)/extrescue.efi
 SD_EFI := $(BUILD)/boot-debs/usr/lib/systemd/boot/efi
 
 # Rewritten only when another key is named, so everything signed is redone then.
-$(shell mkdir -p $(STAMPS); echo '$(SB_KEY) $(SB_CERT)' | cmp -s - $(STAMPS)/sb-key-names || echo '$(SB_KEY) $(SB_CERT)' > $(STAMPS)/sb-key-names)
+$(call write_if_changed,$(STAMPS)/sb-key-names,$(SB_KEY) $(SB_CERT))
 
 $(STAMPS)/sb-key: $(STAMPS)/sb-key-names scripts/sb-key | $(STAMPS)/host-deps
 	@scripts/sb-key $(SB_KEY) $(SB_CERT) $(SB_MAKE_KEY)

@@ -11,10 +11,10 @@ SG3_UTILS_PROGRAMS := sg_inq sg_readcap sg_turs sg_logs sg_vpd sg_sat_identify s
 define SG3_UTILS_CONFIGURE_CMDS
 	@cd $(SG3_UTILS_OBJ) && CC="$(MUSL_CC)" CFLAGS="-O2 -ffunction-sections -fdata-sections $(PREFIX_MAP)" \
 	  $(TOP)/scripts/logged sg3-utils configure $(SG3_UTILS_OBJ)/configure.log \
-	  $(SG3_UTILS_SRC)/configure --host=x86_64-linux-musl --disable-shared --enable-static
+	  $(SG3_UTILS_SRC)/configure --host=$(GNU_TRIPLET) --disable-shared --enable-static
 endef
 define SG3_UTILS_BUILD_CMDS
-	@scripts/logged sg3-utils build $(SG3_UTILS_OBJ)/build.log $(MAKE) -C $(SG3_UTILS_OBJ) -j$(JOBS) \
+	@scripts/logged sg3-utils build $(SG3_UTILS_OBJ)/build.log $(MAKE) -C $(SG3_UTILS_OBJ) $(SUBMAKE_J) \
 	  LDFLAGS="-all-static -Wl,--gc-sections"
 endef
 define SG3_UTILS_INSTALL_CMDS

@@ -14,7 +14,7 @@ define SMARTMONTOOLS_CONFIGURE_CMDS
 	  --without-update-smart-drivedb --without-smartdplugindir --without-initscriptdir --without-systemdsystemunitdir
 endef
 define SMARTMONTOOLS_BUILD_CMDS
-	@scripts/logged smartmontools build $(SMARTMONTOOLS_OBJ)/build.log $(MAKE) -C $(SMARTMONTOOLS_OBJ) -j$(JOBS) smartctl
+	@scripts/logged smartmontools build $(SMARTMONTOOLS_OBJ)/build.log $(MAKE) -C $(SMARTMONTOOLS_OBJ) $(SUBMAKE_J) smartctl
 endef
 define SMARTMONTOOLS_INSTALL_CMDS
 	@mkdir -p $(SMARTMONTOOLS_ROOT)/usr/sbin

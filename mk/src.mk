@@ -3,11 +3,16 @@
 
 SRC_OBJ := $(BUILD)/src
 MUSL_CFLAGS := -O2 -Wall -Wextra -Werror
+HOST_TOOL_CFLAGS := -O2 -Wall -Wextra -Werror
+SANITIZE := -fsanitize=address,undefined
+# The compilers and their flags as a stamp: a changed flag rebuilds src/.
+SRC_FLAGS := $(STAMPS)/src-flags
+$(call write_if_changed,$(SRC_FLAGS),$(MUSL_CC) $(MUSL_CFLAGS) | $(CC) $(HOST_TOOL_CFLAGS) $(SANITIZE))
 # An archive, not an object: some link lines name LIBS twice.
 FAST_STRING_A := $(SRC_OBJ)/libfast-string.a
 
 # -fno-builtin: these are the library functions; never turn them into calls.
-$(FAST_STRING_A): src/fast-string.c | $(STAMPS)/linux-headers
+$(FAST_STRING_A): src/fast-string.c $(SRC_FLAGS) $(STAMPS)/host-toolchain | $(STAMPS)/linux-headers
 	@mkdir -p $(dir $@)
 	@$(MUSL_CC) $(MUSL_CFLAGS) -fno-builtin -c $< -o $(SRC_OBJ)/fast-string.o
 	@rm -f $@ && ar rcD $@ $(SRC_OBJ)/fast-string.o
@@ -21,18 +26,18 @@ $(SRC_OBJ)/test-fast-string: src/test-fast-string.c src/fast-string.c
 # also natively, with the sanitizers. $(call static_tool,TARGET,DEPS) and
 # $(call host_tool,TARGET,DEPS,EXTRA CFLAGS) compile the .c files of DEPS.
 define static_tool
-$(1): $(2) | $$(STAMPS)/linux-headers
+$(1): $(2) $$(SRC_FLAGS) $$(STAMPS)/host-toolchain | $$(STAMPS)/linux-headers
 	@mkdir -p $$(dir $$@)
 	@$$(MUSL_CC) $$(MUSL_CFLAGS) -static -o $$@ $$(filter %.c,$(2))
 	@strip --strip-all $$@
 	@scripts/check-static src $$@
+	@scripts/check-bin-arch src "$$(ELF_MACHINE)" $$@
 endef
 define host_tool
-$(1): $(2)
+$(1): $(2) $$(SRC_FLAGS) $$(STAMPS)/host-toolchain
 	@mkdir -p $$(dir $$@)
-	@$$(CC) -O2 -Wall -Wextra -Werror $(3) -o $$@ $$(filter %.c,$(2))
+	@$$(CC) $$(HOST_TOOL_CFLAGS) $(3) -o $$@ $$(filter %.c,$(2))
 endef
-SANITIZE := -fsanitize=address,undefined
 SRC_ROOT := $(BUILD)/src-root
 
 # extscan: what is on every disk, read-only.
@@ -87,6 +92,7 @@ FUZZ_CFLAGS := -g -O1 -Wall -Wextra -Werror -DFUZZING -fsanitize=fuzzer,address,
 	-fno-sanitize-recover=undefined
 $(STAMPS)/host-deps-fuzz: configs/host-packages-fuzz | $(STAMPS)
 	@scripts/host-deps $<
+	@echo "libclang-rt-$$(clang -dumpversion | cut -d. -f1)-dev" > $@.runtime && scripts/host-deps $@.runtime
 	@touch $@
 
 # $(call fuzz_target,PARSER,DEPS): src/fuzz-PARSER.c linked with the .c files

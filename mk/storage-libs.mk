@@ -16,7 +16,6 @@ $(STAMPS)/sysroot: | $(BUILD)
 
 # libaio: lvm2's I/O layer submits its reads with it. Pinned as upstream.
 LIBAIO_DEPENDENCIES := $(STORAGE_LIB_DEPENDENCIES)
-LIBAIO_MK := mk/storage-libs.mk
 LIBAIO_LICENSE := LGPL-2.1-or-later
 LIBAIO_LICENSE_FILES := COPYING
 define LIBAIO_BUILD_CMDS
@@ -28,7 +27,6 @@ $(eval $(call package,libaio,LIBAIO))
 # json-c: LUKS2 keeps its metadata as JSON. Pinned as upstream.
 JSON_C_OBJ := $(BUILD)/json-c
 JSON_C_DEPENDENCIES := $(STORAGE_LIB_DEPENDENCIES)
-JSON_C_MK := mk/storage-libs.mk
 JSON_C_LICENSE := MIT
 JSON_C_LICENSE_FILES := COPYING
 define JSON_C_CONFIGURE_CMDS
@@ -39,13 +37,12 @@ define JSON_C_CONFIGURE_CMDS
 	 -DCMAKE_BUILD_TYPE=Release
 endef
 define JSON_C_BUILD_CMDS
-	@scripts/logged json-c build $(JSON_C_OBJ)/build.log $(MAKE) -C $(JSON_C_OBJ) -j$(JOBS) install
+	@scripts/logged json-c build $(JSON_C_OBJ)/build.log $(MAKE) -C $(JSON_C_OBJ) $(SUBMAKE_J) install
 endef
 $(eval $(call package,json-c,JSON_C))
 
 # popt: cryptsetup's command line. Pinned as upstream.
 POPT_DEPENDENCIES := $(STORAGE_LIB_DEPENDENCIES)
-POPT_MK := mk/storage-libs.mk
 POPT_LICENSE := MIT
 POPT_LICENSE_FILES := COPYING
 define POPT_CONFIGURE_CMDS
@@ -54,6 +51,6 @@ define POPT_CONFIGURE_CMDS
 	 --disable-shared --enable-static --disable-nls
 endef
 define POPT_BUILD_CMDS
-	@scripts/logged popt build $(POPT_SRC)/build.log $(MAKE) -C $(POPT_SRC) -j$(JOBS) install
+	@scripts/logged popt build $(POPT_SRC)/build.log $(MAKE) -C $(POPT_SRC) $(SUBMAKE_J) install
 endef
 $(eval $(call package,popt,POPT))

@@ -2,6 +2,7 @@
 import hashlib
 import os
 import shutil
+import subprocess
 
 import pytest
 
@@ -35,7 +36,11 @@ def test_config_check_fails_on_dropped_option(tmp_path):
     obj = tmp_path / "obj"
     frags = " ".join(sorted(os.path.join(TOP, "configs/linux", f)
                             for f in os.listdir(os.path.join(TOP, "configs/linux"))) + [str(bad)])
-    r = make(f"LINUX_OBJ={obj}", f"LINUX_FRAGMENTS={frags}", f"{obj}/.config")
+    # Stamps of its own (a copy, dates kept): the recipe stamp that names the
+    # fragments must not change under the project's own build.
+    stamps = tmp_path / "stamps"
+    shutil.copytree(os.path.join(OUT, "stamps"), stamps)
+    r = make(f"STAMPS={stamps}", f"LINUX_OBJ={obj}", f"LINUX_FRAGMENTS={frags}", f"{obj}/.config")
     assert r.returncode != 0
     assert "CONFIG_SND_HDA_INTEL=y" in r.stderr and "zz-dropped.config" in r.stderr, r.stderr
     assert "CONFIG_BLK_DEV_LOOP" not in r.stderr, "a kept option was reported as dropped"
@@ -162,3 +167,69 @@ def test_patch_that_does_not_apply_is_named(tmp_path):
     r = host([os.path.join(TOP, "scripts/apply-patches"), str(src), str(pdir / "series")])
     assert r.returncode == 0, r.stderr
     assert (src / "a.c").read_text() == "one\nTWO\nthree\n"
+
+
+def test_distclean_keeps_the_secure_boot_key(tmp_path):
+    cache, out = tmp_path / "cache", tmp_path / "out"
+    for d in ("dl", "ccache", "secureboot", "server-images/x"):
+        (cache / d).mkdir(parents=True)
+    (cache / "dl/linux.tar.xz").write_text("a download")
+    (cache / "secureboot/extrescue-sb.key").write_text("the key")
+    (out / "build").mkdir(parents=True)
+    r = make(f"OUT={out}", f"EXTRESCUE_CACHE={cache}", "distclean")
+    assert r.returncode == 0, r.stderr
+    assert sorted(os.listdir(cache)) == ["secureboot"] and not out.exists()
+    assert (cache / "secureboot/extrescue-sb.key").read_text() == "the key"
+    assert f"distclean: kept the Secure Boot key in {cache}/secureboot" in r.stdout, r.stdout
+    # Removing it asks; without a terminal and without YES=1 it stays.
+    r = make(f"OUT={out}", f"EXTRESCUE_CACHE={cache}", "forget-secureboot-key", stdin=subprocess.DEVNULL)
+    assert r.returncode != 0 and "YES=1" in r.stderr and (cache / "secureboot").is_dir()
+    r = make(f"OUT={out}", f"EXTRESCUE_CACHE={cache}", "forget-secureboot-key", "YES=1")
+    assert r.returncode == 0 and not (cache / "secureboot").exists(), r.stderr
+
+
+def test_a_tree_git_cannot_name_does_not_build(tmp_path):
+    """No build under a made-up version: a tree without .git (or one git
+    refuses to read) stops with one line saying what to do; a source archive
+    names itself in .tarball-version."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for f in ("Makefile", "mk", "arch", "configs", "scripts"):
+        src = os.path.join(TOP, f)
+        (shutil.copytree if os.path.isdir(src) else shutil.copy)(src, tree / f)
+    r = host(["make", "--no-print-directory", "-C", str(tree), f"OUT={tmp_path}/out", "all"])
+    said = [line for line in r.stderr.splitlines() if "extrescue:" in line]
+    assert r.returncode != 0 and len(said) == 1 and "git cannot name the commit" in said[0] \
+        and "safe.directory" in said[0], r.stderr
+    assert not (tmp_path / "out").exists(), "the refused build wrote into OUT"
+    (tree / ".tarball-version").write_text("0123456789ab 1700000000\n")
+    r = host(["make", "--no-print-directory", "-C", str(tree), f"OUT={tmp_path}/out", "version"])
+    assert r.returncode == 0 and r.stdout.strip() == "0123456789ab", r.stderr
+    # A clean or help never needs a name.
+    (tree / ".tarball-version").unlink()
+    assert host(["make", "-C", str(tree), f"OUT={tmp_path}/out", "clean"]).returncode == 0
+
+
+def test_a_folder_with_a_space_is_refused_before_any_rm(tmp_path):
+    spaced = tmp_path / "a b"
+    (spaced / "out").mkdir(parents=True)
+    keep = tmp_path / "a"
+    keep.mkdir()
+    r = make(f"OUT={spaced}/out", "clean")
+    assert r.returncode != 0 and f'OUT "{spaced}/out" has a space in it' in r.stderr, r.stderr
+    assert keep.is_dir() and (spaced / "out").is_dir()
+
+
+def test_mirror_from_a_mirror_file_uri(tmp_path):
+    """Debian's cloud images name their mirrors in a file (mirror+file:)."""
+    etc = tmp_path / "apt"
+    (etc / "sources.list.d").mkdir(parents=True)
+    (etc / "mirrors").mkdir()
+    (etc / "mirrors/debian.list").write_text("# the mirrors\nhttp://127.0.0.1:9/debian\tpriority:1\n")
+    (etc / "mirrors/debian-security.list").write_text("http://127.0.0.1:9/debian-security\n")
+    (etc / "sources.list.d/debian.sources").write_text(
+        f"Types: deb deb-src\nURIs: mirror+file://{etc}/mirrors/debian.list\nSuites: bookworm\nComponents: main\n\n"
+        f"Types: deb\nURIs: mirror+file://{etc}/mirrors/debian-security.list\nSuites: bookworm-security\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EXTRESCUE_")}
+    r = host([os.path.join(TOP, "scripts/apt-private"), "mirror"], env=dict(env, EXTRESCUE_HOST_APT_ETC=str(etc)))
+    assert r.returncode == 0 and r.stdout.strip() == "http://127.0.0.1:9/debian", r.stdout + r.stderr

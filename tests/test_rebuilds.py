@@ -1,0 +1,109 @@
+"""Honest rebuilds: what a package's build does is a stamp (its commands,
+flags and --host as make expands them), so a comment in a .mk file redoes
+nothing, a changed flag redoes the package or src/, and a kernel config
+fragment taken away reconfigures the kernel. Each check parses a copy of the
+tree with its own OUT (make version: nothing is built) or builds one host
+tool there, so the project's own out/ is never touched."""
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from harness import TOP, host
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """The project's files (what git has or would add), named by a .tarball-version."""
+    files = subprocess.run(["git", "-C", TOP, "ls-files", "-z", "--cached", "--others", "--exclude-standard"], capture_output=True, check=True).stdout
+    dest = tmp_path / "tree"
+    for name in files.decode().split("\0"):
+        if name and not name.startswith("tests/") and os.path.lexists(os.path.join(TOP, name)):
+            os.makedirs(dest / os.path.dirname(name), exist_ok=True)
+            shutil.copy2(os.path.join(TOP, name), dest / name, follow_symlinks=False)
+    (dest / ".tarball-version").write_text("0123456789ab 1700000000\n")
+    return dest
+
+
+def make(tree, *args):
+    r = host(["make", "--no-print-directory", "-C", str(tree), f"OUT={tree}/out"] + list(args))
+    assert r.returncode == 0, r.stderr[-2000:]
+    return r
+
+
+def stamps(tree):
+    """{name: (mtime_ns, bytes)} of every stamp make writes as it reads the Makefiles."""
+    folder = tree / "out/stamps"
+    return {n: ((folder / n).stat().st_mtime_ns, (folder / n).read_bytes()) for n in sorted(os.listdir(folder))}
+
+
+def edit(path, old, new):
+    text = path.read_text()
+    assert old in text, f"{path}: '{old}' not found"
+    path.write_text(text.replace(old, new, 1))
+
+
+def prerequisites(tree, target):
+    """TARGET's prerequisites in make's database (-p), nothing run."""
+    db = host(["make", "-C", str(tree), f"OUT={tree}/out", "-pq", "version"]).stdout
+    for line in db.splitlines():
+        if line.startswith(f"{target}:") and not line.startswith(f"{target}::"):
+            return line.split(":", 1)[1].split("|")[0].split()
+    raise AssertionError(f"{target} is not in make's database")
+
+
+def test_a_comment_in_a_mk_file_redoes_nothing(tree):
+    make(tree, "version")
+    before = stamps(tree)
+    assert {"hdparm-recipe", "linux-recipe", "e2fsprogs-recipe", "src-flags", "host-toolchain"} <= set(before)
+    for mk in ("mk/pkg.mk", "mk/hdparm.mk", "mk/linux.mk", "mk/src.mk", "Makefile"):
+        with open(tree / mk, "a") as f:
+            f.write("# a comment a reader added\n")
+    make(tree, "version")
+    assert stamps(tree) == before, "a comment changed a stamp"
+    # And no .mk file is itself a prerequisite of a package's steps.
+    for step in ("configured", "built", "installed"):
+        prereq = prerequisites(tree, f"{tree}/out/stamps/hdparm-{step}")
+        assert not [p for p in prereq if p.endswith(".mk") or p.endswith("Makefile")], prereq
+
+
+def test_a_changed_flag_redoes_that_package_only(tree):
+    make(tree, "version")
+    before = stamps(tree)
+    edit(tree / "mk/hdparm.mk", 'CFLAGS="-O2 ', 'CFLAGS="-Os ')
+    make(tree, "version")
+    after = stamps(tree)
+    changed = sorted(n for n in after if after[n] != before.get(n))
+    assert changed == ["hdparm-recipe"], changed
+    assert b"-Os" in after["hdparm-recipe"][1]
+    assert f"{tree}/out/stamps/hdparm-recipe" in prerequisites(tree, f"{tree}/out/stamps/hdparm-configured")
+    # --host comes from the architecture's file: changing it there redoes the packages that name it.
+    edit(tree / "arch/x86_64.mk", "GNU_TRIPLET := x86_64-linux-musl", "GNU_TRIPLET := x86_64-unknown-linux-musl")
+    make(tree, "version")
+    redone = sorted(n for n, v in stamps(tree).items() if v != after.get(n))
+    assert {"dosfstools-recipe", "dropbear-recipe", "lsscsi-recipe", "sg3-utils-recipe"} <= set(redone), redone
+    assert "linux-recipe" not in redone and "busybox-recipe" not in redone, redone
+
+
+def test_a_fragment_taken_away_reconfigures_the_kernel(tree):
+    make(tree, "version")
+    before = stamps(tree)["linux-recipe"]
+    assert b"configs/linux/usb.config" in before[1]
+    (tree / "configs/linux/usb.config").unlink()
+    make(tree, "version")
+    after = stamps(tree)["linux-recipe"]
+    assert after[0] != before[0] and b"usb.config" not in after[1]
+    config = f"{tree}/out/build/linux/.config"
+    assert f"{tree}/out/stamps/linux-recipe" in prerequisites(tree, config)
+
+
+def test_changed_cflags_rebuild_src_and_nothing_else(tree):
+    tool = f"{tree}/out/build/src/host/cmdline"
+    make(tree, tool)
+    built = os.stat(tool).st_mtime_ns
+    make(tree, tool)
+    assert os.stat(tool).st_mtime_ns == built, "rebuilt with nothing changed"
+    make(tree, tool, "HOST_TOOL_CFLAGS=-O1 -Wall -Wextra -Werror")
+    assert os.stat(tool).st_mtime_ns != built, "new flags did not rebuild src/"
+    assert b"-O1" in (tree / "out/stamps/src-flags").read_bytes()
