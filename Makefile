@@ -150,6 +150,20 @@ source: | $(STAMPS)/host-deps ## download and verify every pinned input
 	  [ "$$patches" = - ] || scripts/fetch $$n patches >/dev/null || exit 1; done
 	@echo "source: all pins present in $(DL_DIR)"
 
+# A distributor's own copy of every input, laid out as Debian's pool: served
+# over HTTP it is a second archive (EXTRESCUE_SNAPSHOT_MIRROR) for any build.
+SOURCE_ARCHIVE := $(OUT)/source-archive
+.PHONY: source-archive
+source-archive: source ## every pinned input in Debian's pool layout with SHA256SUMS, in out/source-archive/
+	@rm -rf "$(SOURCE_ARCHIVE)" && mkdir -p "$(SOURCE_ARCHIVE)"
+	@awk '!/^#/ && NF {print $$1, $$8}' $(LOCK) | while read -r n patches; do \
+	  for w in main $$([ "$$patches" = - ] || echo patches); do \
+	    f=$$(scripts/fetch $$n $$w) && p=$$(scripts/fetch $$n $$w pool) || exit 1; \
+	    mkdir -p "$(SOURCE_ARCHIVE)/$${p%/*}" && cp -f "$$f" "$(SOURCE_ARCHIVE)/$$p" && echo "$$p"; \
+	  done; done | sort -u > "$(SOURCE_ARCHIVE).list"
+	@cd "$(SOURCE_ARCHIVE)" && xargs -d '\n' sha256sum < "$(SOURCE_ARCHIVE).list" > SHA256SUMS && rm "$(SOURCE_ARCHIVE).list"
+	@echo "source-archive: $$(wc -l < "$(SOURCE_ARCHIVE)/SHA256SUMS") files in $(SOURCE_ARCHIVE); served over HTTP, its address is an EXTRESCUE_SNAPSHOT_MIRROR"
+
 .PHONY: update-pins
 update-pins: | $(STAMPS)/host-deps ## re-resolve each pin to the newest version the archive serves
 	@scripts/update-pins

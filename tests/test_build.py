@@ -233,3 +233,75 @@ def test_mirror_from_a_mirror_file_uri(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("EXTRESCUE_")}
     r = host([os.path.join(TOP, "scripts/apt-private"), "mirror"], env=dict(env, EXTRESCUE_HOST_APT_ETC=str(etc)))
     assert r.returncode == 0 and r.stdout.strip() == "http://127.0.0.1:9/debian", r.stdout + r.stderr
+
+
+def test_check_bin_arch_finds_a_binary_of_another_machine(tmp_path):
+    """Every ELF file in the image must be the target's: a copy of a host
+    program with its machine field set to AArch64 (183) is named, a script
+    and the unchanged program pass."""
+    ours, other, script = tmp_path / "ours", tmp_path / "other", tmp_path / "script"
+    shutil.copy("/bin/true", ours)
+    data = bytearray(ours.read_bytes())
+    data[18:20] = (183).to_bytes(2, "little")
+    other.write_bytes(bytes(data))
+    script.write_text("#!/bin/sh\n")
+    machine = "Advanced Micro Devices X86-64"
+    check = os.path.join(TOP, "scripts/check-bin-arch")
+    assert host([check, "t", machine, str(ours), str(script)]).returncode == 0
+    r = host([check, "t", machine, str(ours), str(other), str(script)])
+    assert r.returncode != 0 and r.stderr.strip() == f"t: not built for {machine}: other (AArch64); " \
+        "check that its build uses the target's compiler", r.stderr
+
+
+@pytest.fixture
+def second_archive(tmp_path):
+    """A folder served over HTTP on 127.0.0.1, as a second archive is."""
+    root = tmp_path / "archive"
+    root.mkdir()
+    server = subprocess.Popen(["python3", "-m", "http.server", "--bind", "127.0.0.1", "0", "--directory", str(root)],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = server.stdout.readline()  # "Serving HTTP on 127.0.0.1 port N (...)"
+        port = int(line.split(" port ")[1].split()[0])
+        yield root, f"http://127.0.0.1:{port}"
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_a_pin_the_mirror_lost_comes_from_the_second_archive(tmp_path, second_archive):
+    """The mirror (here one that has nothing) no longer serves a pinned
+    file: make takes it from EXTRESCUE_SNAPSHOT_MIRROR at its place in the
+    pool, checks its sha256 and says where it came from; a wrong file there
+    stops the build with one line; a verified file is kept under its sha256
+    and found there again with no archive at all."""
+    root, url = second_archive
+    fetch = os.path.join(TOP, "scripts/fetch")
+    name, file, want = "lsscsi", pin("lsscsi")[5], pin("lsscsi")[6]
+    ours = host([fetch, name], cwd=TOP).stdout.strip()
+    pool = host([fetch, name, "main", "pool"], cwd=TOP).stdout.strip()
+    assert pool == f"pool/main/l/lsscsi/{file}"
+    (root / pool).parent.mkdir(parents=True)
+    shutil.copy(ours, root / pool)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EXTRESCUE_") and k != "DL_DIR"}
+    env.update(EXTRESCUE_CACHE=str(tmp_path / "cache"), EXTRESCUE_MIRROR=f"{url}/debian", EXTRESCUE_SNAPSHOT_MIRROR=url)
+    r = make(f"OUT={tmp_path}/out", f"{name}-source", env=env)
+    dl = tmp_path / "cache/dl"
+    assert r.returncode == 0, r.stderr
+    said = [line for line in r.stderr.splitlines() if line.startswith("fetch:")]
+    assert len(said) == 1 and f"took it from the second archive: {url}/{pool}" in said[0], r.stderr
+    assert sha256(dl / file) == want and sha256(dl / "by-sha256" / want) == want
+
+    # The same name with other bytes in the second archive: refused, not kept.
+    (root / pool).write_bytes(b"not lsscsi\n")
+    env["EXTRESCUE_CACHE"] = str(tmp_path / "cache2")
+    r = make(f"OUT={tmp_path}/out2", f"{name}-source", env=env)
+    said = [line for line in r.stderr.splitlines() if line.startswith("fetch:")]
+    assert r.returncode != 0 and len(said) == 2 and f"expected {want}; not used" in said[1], r.stderr
+    assert not (tmp_path / "cache2/dl" / file).exists()
+
+    # Kept by its sha256: found with neither archive answering.
+    (dl / file).unlink()
+    env.update(EXTRESCUE_CACHE=str(tmp_path / "cache"), EXTRESCUE_SNAPSHOT_MIRROR="http://127.0.0.1:9")
+    r = host([fetch, name], cwd=TOP, env=env)
+    assert r.returncode == 0 and r.stdout.strip() == str(dl / file) and sha256(dl / file) == want, r.stderr

@@ -179,18 +179,40 @@ def test_e2fsprogs_rebuilds_the_same_from_legal_info_alone(legal_info, tmp_path)
 
 
 @pytest.mark.serial
-def test_touching_one_components_mk_rebuilds_only_it_and_the_image():
+def test_a_change_to_one_component_rebuilds_only_it_and_the_image():
+    """A comment in a component's .mk and in the shared pkg.mk: nothing to
+    do. A flag changed in it: that component and the image, nothing else.
+    The files are given back and built again as committed. The edits make
+    the tree -dirty, so the build keeps the name and date it had."""
+    epoch, version = open(os.path.join(STAMPS, "epoch")).read().split()
+    named = (f"VERSION={version}", f"SOURCE_DATE_EPOCH={epoch}")
+
+    def make(*args):
+        return host(["make", "--no-print-directory", "-C", TOP, *named, *args])
     assert make("-q", "all").returncode == 0, "make all is not up to date before the test"
     watched = ["linux-built", "e2fsprogs-built", "busybox-built", "cryptsetup-built",
                "mdadm-configured", "mdadm-built", "mdadm-installed"]
     before = {s: os.stat(os.path.join(STAMPS, s)).st_mtime_ns for s in watched}
     iso = [f for f in os.listdir(OUT) if f.endswith(".iso")][0]
     iso_before = os.stat(os.path.join(OUT, iso)).st_mtime_ns
-    os.utime(os.path.join(TOP, "mk/mdadm.mk"))
-    r = make("all")
-    assert r.returncode == 0, r.stderr
-    after = {s: os.stat(os.path.join(STAMPS, s)).st_mtime_ns for s in watched}
-    redone = sorted(s for s in watched if after[s] != before[s])
-    assert redone == ["mdadm-built", "mdadm-configured", "mdadm-installed"], redone
-    assert os.stat(os.path.join(OUT, iso)).st_mtime_ns != iso_before, "the image was not rebuilt"
-    assert make("-q", "all").returncode == 0, "a second make would do more work"
+    files = {f: open(os.path.join(TOP, f)).read() for f in ("mk/mdadm.mk", "mk/pkg.mk")}
+    try:
+        for f, text in files.items():
+            with open(os.path.join(TOP, f), "w") as out:
+                out.write(text + "# a comment a reader added\n")
+        assert make("-q", "all").returncode == 0, "a comment in a .mk file left work to do"
+        assert "-DNO_LIBUDEV\"" in files["mk/mdadm.mk"]
+        with open(os.path.join(TOP, "mk/mdadm.mk"), "w") as out:
+            out.write(files["mk/mdadm.mk"].replace("-DNO_LIBUDEV\"", "-DNO_LIBUDEV -DXR_REBUILD_TEST\""))
+        r = make("all")
+        assert r.returncode == 0, r.stderr
+        after = {s: os.stat(os.path.join(STAMPS, s)).st_mtime_ns for s in watched}
+        redone = sorted(s for s in watched if after[s] != before[s])
+        assert redone == ["mdadm-built", "mdadm-configured", "mdadm-installed"], redone
+        assert os.stat(os.path.join(OUT, iso)).st_mtime_ns != iso_before, "the image was not rebuilt"
+        assert make("-q", "all").returncode == 0, "a second make would do more work"
+    finally:
+        for f, text in files.items():
+            with open(os.path.join(TOP, f), "w") as out:
+                out.write(text)
+        assert make("all").returncode == 0, "the build as committed did not come back"
