@@ -18,13 +18,15 @@ DL_DIR ?= $(EXTRESCUE_CACHE)/dl
 $(foreach v,TOP OUT EXTRESCUE_CACHE DL_DIR,$(if $(filter-out 1,$(words $($(v)))),\
   $(error extrescue: $(v) "$($(v))" has a space in it; make cannot build there: use a folder without one)))
 JOBS ?= $(shell nproc)
-# make -jN is honoured: MAKEFLAGS carries -j (and the jobserver) only when a
-# recipe runs, so these are expanded there. Given -j, a package's sub-make
-# takes its jobs from make's jobserver; a plain `make` builds one package at
-# a time on every core. ninja knows no jobserver: one job of make's is one of
-# ninja's.
-SUBMAKE_J = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
-NINJA_J = -j$(if $(filter -j%,$(MAKEFLAGS)),1,$(JOBS))
+# make -jN is honoured: MAKEFLAGS carries -j (and the jobserver) when a
+# recipe runs (make 4.4 also while reading the Makefiles), so these are
+# expanded there. Given -j, a package's sub-make takes its jobs from make's
+# jobserver (its recipe lines are marked + in mk/pkg.mk, so make passes the
+# jobserver on); a plain `make` builds one package at a time on every core.
+# ninja knows no jobserver: one job of make's is one of ninja's. Neither is
+# part of a recipe stamp (RECIPE_TEXT is set while one is written).
+SUBMAKE_J = $(if $(RECIPE_TEXT)$(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
+NINJA_J = $(if $(RECIPE_TEXT),,-j$(if $(filter -j%,$(MAKEFLAGS)),1,$(JOBS)))
 export DL_DIR
 
 # The builder's locale and time zone reach no output (sort orders, dates).
@@ -47,7 +49,7 @@ SOURCE_DATE_EPOCH := $(SOURCE_DATE_EPOCH)
 VERSION := $(VERSION)
 export SOURCE_DATE_EPOCH
 # Never a build under a made-up name and date: say why and what to do.
-VERSIONLESS_GOALS := help clean distclean forget-secureboot-key
+VERSIONLESS_GOALS := help help-packages clean distclean forget-secureboot-key
 ifneq ($(filter-out $(VERSIONLESS_GOALS),$(or $(MAKECMDGOALS),all)),)
 ifeq ($(and $(VERSION),$(SOURCE_DATE_EPOCH)),)
 $(error extrescue: git cannot name the commit of $(TOP) ($(or $(shell git -C "$(TOP)" describe --always 2>&1 >/dev/null | head -n 1),no .git and no .tarball-version)); for another user's checkout run 'git config --global --add safe.directory $(TOP)', or give VERSION= and SOURCE_DATE_EPOCH= on the command line)
@@ -81,11 +83,11 @@ $(STAMPS) $(BUILD):
 
 # $(call write_if_changed,FILE,TEXT): FILE holds TEXT and gets a new date only
 # when TEXT changes, so what depends on it is redone exactly then. The text
-# is written aside (a folder of this make's own) and moved over FILE, in one
+# is written aside (a folder of this make's own, mktemp's) and moved over FILE, in one
 # shell for all of them once the Makefiles are read (mk/stamps-commit.mk):
 # two makes reading the Makefiles at once (parallel tests) never see half a
 # stamp, and a make that changes nothing starts no process per stamp.
-STAMPS_PENDING_DIR := $(STAMPS)/.pending.$(shell mkdir -p $(STAMPS)/.pending.$$PPID && echo $$PPID)
+STAMPS_PENDING_DIR := $(shell mkdir -p $(STAMPS) && mktemp -d $(STAMPS)/.pending.XXXXXX)
 STAMPS_PENDING :=
 write_if_changed = $(eval STAMPS_PENDING += $(1))$(file >$(STAMPS_PENDING_DIR)/$(subst /,%,$(1)),$(2))
 
@@ -101,10 +103,16 @@ $(shell awk '!/^\#/ && NF' $(LOCK) | while read -r n rest; do \
 	echo "$$n $$rest" | cmp -s - $(STAMPS)/pin-$$n || echo "$$n $$rest" > $(STAMPS)/pin-$$n; done)
 
 # The host's compilers and linker build every binary: another version of
-# any of them rebuilds all (and the manifest names the ones that did).
-HOST_TOOLCHAIN := $(shell gcc --version | head -n 1; ld --version | head -n 1; \
+# any of them rebuilds all (and the manifest names the ones that did). Read
+# while the Makefiles are once the host packages are in; on a fresh machine
+# the first time after they are installed, so the next make finds the same.
+HOST_TOOLCHAIN = $(shell gcc --version | head -n 1; ld --version | head -n 1; \
 	dpkg-query -W -f='$${Package} $${Version}\n' musl-tools libc6-dev uuid-dev libpopt-dev 'libstdc++-*-dev' 2>/dev/null)
+ifneq ($(wildcard $(STAMPS)/host-deps),)
 $(call write_if_changed,$(STAMPS)/host-toolchain,$(HOST_TOOLCHAIN))
+endif
+$(STAMPS)/host-toolchain: | $(STAMPS)/host-deps
+	$(file >$@,$(HOST_TOOLCHAIN))
 
 # Host packages: checked once, again whenever the list changes.
 $(STAMPS)/host-deps: configs/host-packages | $(STAMPS)

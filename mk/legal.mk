@@ -50,7 +50,7 @@ COMPONENT_ROWS = { $(foreach p,$(PACKAGES),$(call component_row,$(p),$(call pin_
 # stamp: a licence changed there redoes the table, a comment does not. The
 # versions come from the pins' stamps and the host toolchain's.
 $(call write_if_changed,$(STAMPS)/component-licences,$(foreach p,$(PACKAGES),$(p) $($(PKG_VAR_$(p))_LICENSE) \
-	$(wildcard $($(PKG_VAR_$(p))_PATCH_DIR));) $(foreach v,$(filter %_LICENSE,$(.VARIABLES)),$(v)=$($(v))))
+	$(wildcard $($(PKG_VAR_$(p))_PATCH_DIR));) $(foreach v,$(sort $(filter %_LICENSE,$(.VARIABLES))),$(v)=$($(v))))
 $(COMPONENTS): $(foreach p,$(PACKAGES) isolinux syslinux-common systemd-boot-efi syslinux systemd shim-signed shim-helpers shim,$(call pin_stamp,$(p))) \
 		$(STAMPS)/component-licences $(STAMPS)/host-toolchain $(EPOCH_STAMP) | $(BUILD)
 	@$(COMPONENT_ROWS) > $@

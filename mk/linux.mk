@@ -19,14 +19,18 @@ define LINUX_CONFIGURE_CMDS
 	@echo "linux: configuring from $(words $(LINUX_FRAGMENTS)) fragments"
 	@$(MAKE) -s --no-print-directory $(LINUX_OBJ)/.config
 endef
-# The recipe stamp holds the fragment list: a fragment taken away
-# reconfigures too (a date cannot say that a file is gone).
-$(LINUX_OBJ)/.config: $(STAMPS)/linux-patched $(LINUX_DEPENDENCIES) $(STAMPS)/linux-recipe
+define LINUX_MERGE_CONFIG_CMDS
 	@mkdir -p $(LINUX_OBJ)
 	@$(LINUX_MAKE) -s tinyconfig >/dev/null
 	@cd $(LINUX_OBJ) && $(LINUX_SRC)/scripts/kconfig/merge_config.sh -m .config $(abspath $(LINUX_FRAGMENTS)) >/dev/null
 	@$(LINUX_MAKE) -s olddefconfig
 	@scripts/kconfig-check $@ $(LINUX_FRAGMENTS) || { mv $@ $@.rejected; exit 1; }
+endef
+# The recipe stamp holds the fragment list and these commands: a fragment
+# taken away reconfigures too (a date cannot say that a file is gone).
+LINUX_RECIPE_EXTRA = $(LINUX_MERGE_CONFIG_CMDS)
+$(LINUX_OBJ)/.config: $(STAMPS)/linux-patched $(LINUX_DEPENDENCIES) $(STAMPS)/linux-recipe
+	$(LINUX_MERGE_CONFIG_CMDS)
 
 define LINUX_BUILD_CMDS
 	@start=$$(date +%s); scripts/logged linux build $(LINUX_OBJ)/build.log $(LINUX_MAKE) $(SUBMAKE_J) $(notdir $(KERNEL_IMAGE)) && \

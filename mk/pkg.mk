@@ -34,13 +34,15 @@ pin_kind = $(call pin,$(1),3)
 package_patch_series = $(if $(filter src,$(call pin_kind,$(1))),$($(2)_SRC)/debian/patches/series) \
 	$(wildcard $($(2)_PATCH_DIR)/series)
 
-# What a package's build does, as text: its command blocks (flags, --host,
-# compilers included, as expanded now) and its dependency list. A stamp holds
-# it, so a changed flag or a dependency taken away rebuilds the package, and
-# a comment in a .mk file rebuilds nothing. The checkout folder and make's
-# share of jobs are left out: neither changes what is built.
-recipe_text = $(subst $(TOP)/,,$(subst -j$(JOBS),,$($(1)_POST_PATCH_CMDS) $($(1)_CONFIGURE_CMDS) \
-	$($(1)_BUILD_CMDS) $($(1)_INSTALL_CMDS) $($(1)_DEPENDENCIES)))
+# What a package's build does, as text: the steps of this template, its
+# command blocks (flags, --host, compilers included, as expanded now), its
+# dependency list and P_RECIPE_EXTRA (commands of its own rules). A stamp
+# holds it, so a changed flag or a dependency taken away rebuilds the
+# package, and a comment in a .mk file rebuilds nothing. The checkout folder
+# and make's share of jobs are left out: neither changes what is built.
+recipe_text = $(eval RECIPE_TEXT := 1)$(subst $(TOP)/,,$(value package) $($(1)_POST_PATCH_CMDS) \
+	$($(1)_CONFIGURE_CMDS) $($(1)_BUILD_CMDS) $($(1)_INSTALL_CMDS) $($(1)_DEPENDENCIES) \
+	$($(1)_RECIPE_EXTRA))$(eval RECIPE_TEXT :=)
 
 define package
 PACKAGES += $(1)
@@ -63,23 +65,23 @@ $$(STAMPS)/$(1)-extracted: $$(STAMPS)/$(1)-source
 
 $$(STAMPS)/$(1)-patched: $$(STAMPS)/$(1)-extracted $$($(2)_PATCHES)
 	@scripts/apply-patches $$($(2)_SRC) $$(call package_patch_series,$(1),$(2))
-	$$($(2)_POST_PATCH_CMDS)
+	+$$($(2)_POST_PATCH_CMDS)
 	@touch $$@
 
 $$(call write_if_changed,$$(STAMPS)/$(1)-recipe,$$(call recipe_text,$(2)))
 $$(STAMPS)/$(1)-configured: $$(STAMPS)/$(1)-patched $$($(2)_DEPENDENCIES) $$(STAMPS)/$(1)-recipe $$(STAMPS)/host-toolchain
 	@mkdir -p $$($(2)_OBJ)
-	$$($(2)_CONFIGURE_CMDS)
+	+$$($(2)_CONFIGURE_CMDS)
 	@touch $$@
 
 $$(STAMPS)/$(1)-built: $$(STAMPS)/$(1)-configured
 	@echo "$(1): building $$($(2)_VERSION)"
-	$$($(2)_BUILD_CMDS)
+	+$$($(2)_BUILD_CMDS)
 	@touch $$@
 
 $$(STAMPS)/$(1)-installed: $$(STAMPS)/$(1)-built
 	@rm -rf $$($(2)_ROOT) && mkdir -p $$($(2)_ROOT)
-	$$($(2)_INSTALL_CMDS)
+	+$$($(2)_INSTALL_CMDS)
 	@scripts/install-licenses $(1) $$($(2)_SRC) $$($(2)_ROOT) $$($(2)_LICENSE_FILES)
 	@scripts/check-static $(1) $$$$(find $$($(2)_ROOT) -type f -path '*bin/*')
 	@scripts/check-bin-arch $(1) "$$(ELF_MACHINE)" $$$$(find $$($(2)_ROOT) -type f)
