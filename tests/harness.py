@@ -25,6 +25,9 @@ SMP = os.environ.get("EXTRESCUE_TEST_SMP", "1")
 PROMPT = r"extrescue:[^\r\n]*# "
 # Patterns that fail a test wherever they appear in the serial log.
 FATAL = [r"Kernel panic", r"Call Trace:", r"BUG:", r"Oops"]
+# The kernel's last words: every wait ends there rather than at its timeout
+# (an unattended run waits up to 15 minutes for a power-off that cannot come).
+PANIC = r"end Kernel panic - not syncing[^\r\n]*"
 # A failure shows this much of the console, enough to read under parallel runs.
 TAIL_LINES = 40
 
@@ -51,13 +54,17 @@ class Shell:
 
     def expect(self, patterns, timeout, what):
         try:
-            return self.child.expect(patterns, timeout=timeout)
+            i = self.child.expect(list(patterns) + [PANIC], timeout=timeout)
         except pexpect.TIMEOUT:
             raise GuestError(f"{self.name}: timed out after {timeout:.0f}s waiting for {what}; "
                              f"log {self.log_path}; its last {TAIL_LINES} lines:\n{self.tail()}")
         except pexpect.EOF:
             raise GuestError(f"{self.name}: QEMU exited while waiting for {what}; "
                              f"log {self.log_path}; its last {TAIL_LINES} lines:\n{self.tail()}")
+        if i == len(patterns):
+            raise GuestError(f"{self.name}: the kernel panicked while waiting for {what}; "
+                             f"log {self.log_path}; its last {TAIL_LINES} lines:\n{self.tail()}")
+        return i
 
     def tail(self):
         """The console's last TAIL_LINES lines, from its log (what pexpect

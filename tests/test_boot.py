@@ -1,6 +1,8 @@
 """The ISO boots four ways (BIOS/UEFI x CD/USB stick) to a working root shell."""
 import re
+import time
 
+import pexpect
 import pytest
 
 
@@ -69,3 +71,15 @@ def test_disks_appear_and_are_untouched(guest, tmp_path):
     assert g.poweroff() == 0
     g.assert_no_fatal()
     assert hashlib.sha256(disk.read_bytes()).hexdigest() == before, "the boot wrote to an attached disk"
+
+
+def test_a_kernel_panic_ends_the_wait_at_once(guest):
+    """The harness stops waiting when the kernel panics, whatever it waited
+    for (a panic at boot once cost an unattended test its 15 minutes)."""
+    g = guest("direct-panic", ["--direct", "--append", "console=ttyS0,115200n8 panic=0"])
+    g.wait_shell()
+    g.child.sendline("echo c > /proc/sysrq-trigger")
+    started = time.monotonic()
+    with pytest.raises(AssertionError, match="the kernel panicked while waiting for the power-off that never comes"):
+        g.expect([pexpect.EOF], 600, "the power-off that never comes")
+    assert time.monotonic() - started < 60
