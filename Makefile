@@ -87,7 +87,7 @@ $(STAMPS) $(BUILD):
 # shell for all of them once the Makefiles are read (mk/stamps-commit.mk):
 # two makes reading the Makefiles at once (parallel tests) never see half a
 # stamp, and a make that changes nothing starts no process per stamp.
-STAMPS_PENDING_DIR := $(shell mkdir -p $(STAMPS) && mktemp -d $(STAMPS)/.pending.XXXXXX)
+STAMPS_PENDING_DIR := $(shell mkdir -p $(STAMPS) && mktemp -d -p $(STAMPS) --suffix=.pending)
 STAMPS_PENDING :=
 write_if_changed = $(eval STAMPS_PENDING += $(1))$(file >$(STAMPS_PENDING_DIR)/$(subst /,%,$(1)),$(2))
 

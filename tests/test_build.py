@@ -39,7 +39,7 @@ def test_config_check_fails_on_dropped_option(tmp_path):
     # Stamps of its own (a copy, dates kept): the recipe stamp that names the
     # fragments must not change under the project's own build.
     stamps = tmp_path / "stamps"
-    shutil.copytree(os.path.join(OUT, "stamps"), stamps, ignore=shutil.ignore_patterns(".pending.*"))
+    shutil.copytree(os.path.join(OUT, "stamps"), stamps, ignore=shutil.ignore_patterns("*.pending"))
     r = make(f"STAMPS={stamps}", f"LINUX_OBJ={obj}", f"LINUX_FRAGMENTS={frags}", f"{obj}/.config")
     assert r.returncode != 0
     assert "CONFIG_SND_HDA_INTEL=y" in r.stderr and "zz-dropped.config" in r.stderr, r.stderr
