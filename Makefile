@@ -7,6 +7,16 @@ SHELL := /bin/bash
 .DELETE_ON_ERROR:
 
 TOP := $(CURDIR)
+comma := ,
+empty :=
+space := $(empty) $(empty)
+define newline
+
+
+endef
+# V=1 shows every command (Kbuild's $(Q)); never part of a recipe stamp.
+Q = $(if $(RECIPE_TEXT),@,$(if $(filter 1,$(V)),,@))
+export V
 OUT ?= $(TOP)/out
 BUILD := $(OUT)/build
 STAMPS := $(OUT)/stamps
@@ -60,13 +70,26 @@ endif
 EXTRESCUE_ARCH ?= x86_64
 $(if $(wildcard $(TOP)/arch/$(EXTRESCUE_ARCH).mk),,$(error extrescue: no arch/$(EXTRESCUE_ARCH).mk; EXTRESCUE_ARCH is one of: $(basename $(notdir $(wildcard $(TOP)/arch/*.mk)))))
 include $(TOP)/arch/$(EXTRESCUE_ARCH).mk
+export DEBIAN_ARCH
 
 ISO := $(OUT)/extrescue-$(VERSION)-$(EXTRESCUE_ARCH).iso
 
-# Fields of a pin in configs/sources.lock: $(call pin,NAME,FIELD)
-# FIELD: 3 = kind, 4 = Debian package, 5 = Debian version, 6 = file, 7 = sha256.
-LOCK ?= $(TOP)/configs/sources.lock
-export LOCK
+# The pins: package/NAME/NAME.lock, and NAME.lock.DEBIAN_ARCH for a binary
+# package built for one architecture. The build reads them as one list,
+# $(LOCK), rewritten only when a pin file changes; LOCK=FILE names another
+# whole list (tests) on the command line; a LOCK in the environment (another
+# tree's make above this one) is not this tree's. $(call pin,NAME,FIELD),
+# FIELD: 3 = kind, 4 = Debian package, 5 = Debian version, 6 = file,
+# 7 = sha256 (mk/pkg.mk has them all).
+ifneq ($(origin LOCK),command line)
+LOCK := $(STAMPS)/sources.lock
+LOCK_FILES := $(sort $(wildcard $(TOP)/package/*/*.lock $(TOP)/package/*/*.lock.$(DEBIAN_ARCH)))
+$(shell mkdir -p $(STAMPS) && t=$$(mktemp -p $(STAMPS)) && cat $(LOCK_FILES) > $$t && \
+	if cmp -s $$t $(LOCK); then rm -f $$t; else mv -f $$t $(LOCK); fi)
+else
+LOCK_FILES := $(LOCK)
+endif
+export LOCK LOCK_FILES
 pin = $(shell awk '$$1 == "$(1)" {print $$$(2)}' $(LOCK))
 # A compiler cache outside the tree, as Buildroot's BR2_CCACHE: a fresh clone
 # (CI) or a config change recompiles only what changed. Paths under TOP are
@@ -120,24 +143,15 @@ $(STAMPS)/host-deps: configs/host-packages | $(STAMPS)
 	@touch $@
 
 include mk/pkg.mk
-include mk/linux.mk
-include mk/busybox.mk
+include mk/toolchain.mk
 include mk/src.mk
-include mk/storage-libs.mk
-include mk/mimalloc.mk
-include mk/e2fsprogs.mk
-include mk/util-linux.mk
-include mk/mdadm.mk
-include mk/lvm2.mk
-include mk/cryptsetup.mk
-include mk/dropbear.mk
-include mk/dosfstools.mk
-include mk/hdparm.mk
-include mk/lsscsi.mk
-include mk/sg3-utils.mk
-include mk/gddrescue.mk
-include mk/smartmontools.mk
-include mk/gdisk.mk
+# The packages, each read after those whose variables its recipe uses (a
+# recipe is expanded into its stamp while its file is read).
+PACKAGE_ORDER := linux busybox libaio json-c popt mimalloc e2fsprogs util-linux mdadm lvm2 \
+	cryptsetup dropbear dosfstools hdparm lsscsi sg3-utils gddrescue smartmontools gdisk
+$(foreach p,$(filter-out $(PACKAGE_ORDER),$(patsubst package/%/,%,$(wildcard package/*/))),\
+  $(if $(wildcard package/$(p)/$(p).mk),$(error extrescue: package/$(p)/$(p).mk is not in PACKAGE_ORDER (Makefile); add it after the packages it uses)))
+include $(foreach p,$(PACKAGE_ORDER),package/$(p)/$(p).mk)
 include mk/initramfs.mk
 include mk/legal.mk
 include mk/secureboot.mk

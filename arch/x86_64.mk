@@ -5,5 +5,16 @@ KERNEL_ARCH := x86_64
 KERNEL_IMAGE := arch/x86/boot/bzImage
 # configure's --host for the musl builds.
 GNU_TRIPLET := x86_64-linux-musl
+# ... and for the C++ programs, which link glibc statically.
+GNU_TRIPLET_GLIBC := x86_64-linux-gnu
 # readelf's name for the machine: every ELF file in the image must say it.
 ELF_MACHINE := Advanced Micro Devices X86-64
+# Debian's name for it: binary pins are package/NAME/NAME.lock.DEBIAN_ARCH.
+DEBIAN_ARCH := amd64
+# The prefix of the target's gcc and binutils. Empty: the build machine's
+# own are x86_64's (an arm64 build sets aarch64-linux-gnu-).
+TARGET_CROSS :=
+# UEFI's name for it: the removable-media loader is BOOT$(EFI_ARCH_UPPER).EFI,
+# shim, MokManager and systemd-boot's files end in it.
+EFI_ARCH := x64
+EFI_ARCH_UPPER := X64

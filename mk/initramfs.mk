@@ -15,22 +15,22 @@ INITRAMFS_DEPS := $(foreach p,$(PACKAGES),$(STAMPS)/$(p)-installed) $(STAMPS)/le
 	$(SRC_ROOT)/usr/sbin/nvme $(GEN_INIT_CPIO)
 
 $(STAMPS)/initramfs-gen: $(INITRAMFS_INPUTS) $(foreach n,$(PACKAGES),$(call pin_stamp,$(n))) $(EPOCH_STAMP) | $(BUILD)
-	@rm -rf $(INITRAMFS_GEN) && mkdir -p $(INITRAMFS_GEN)/etc $(INITRAMFS_GEN)/usr/share/doc/extrescue
-	@{ printf 'NAME=extrescue\nID=extrescue\nVERSION_ID=%s\nPRETTY_NAME="extrescue %s"\n' '$(VERSION)' '$(VERSION)'; \
+	$(Q)rm -rf $(INITRAMFS_GEN) && mkdir -p $(INITRAMFS_GEN)/etc $(INITRAMFS_GEN)/usr/share/doc/extrescue
+	$(Q){ printf 'NAME=extrescue\nID=extrescue\nVERSION_ID=%s\nPRETTY_NAME="extrescue %s"\n' '$(VERSION)' '$(VERSION)'; \
 	   $(foreach p,linux busybox e2fsprogs util-linux mdadm lvm2 cryptsetup dropbear,echo '$(PKG_VAR_$(p))_VERSION=$($(PKG_VAR_$(p))_VERSION)';) \
 	 } > $(INITRAMFS_GEN)/etc/os-release
-	@cp README.md $(INITRAMFS_GEN)/usr/share/doc/extrescue/README.md
-	@mkdir -p $(INITRAMFS_GEN)/etc/extrescue
-	@for f in iso/loader/entries/*.conf; do \
+	$(Q)cp README.md $(INITRAMFS_GEN)/usr/share/doc/extrescue/README.md
+	$(Q)mkdir -p $(INITRAMFS_GEN)/etc/extrescue
+	$(Q)for f in iso/loader/entries/*.conf; do \
 	  printf '%s %s\n' "$${f##*/}" "$$(sed -n 's/^options[[:space:]]*//p' $$f)"; done > $(INITRAMFS_GEN)/etc/extrescue/boot-entries
-	@touch $@
+	$(Q)touch $@
 
 $(INITRAMFS): $(INITRAMFS_DEPS) $(STAMPS)/initramfs-gen
-	@initramfs/gen-list $(TOP)/initramfs $(BUSYBOX_BIN) $(INITRAMFS_GEN) $(IMAGE_ROOTS) > $(BUILD)/initramfs.list
-	@scripts/check-bin-arch initramfs "$(ELF_MACHINE)" $$(awk '$$1 == "file" {print $$3}' $(BUILD)/initramfs.list)
-	@$(GEN_INIT_CPIO) -t $(SOURCE_DATE_EPOCH) $(BUILD)/initramfs.list > $(BUILD)/initramfs.cpio
-	@zstd -q -f -19 -T1 $(BUILD)/initramfs.cpio -o $@
-	@echo "initramfs: $$(grep -c . $(BUILD)/initramfs.list) entries, $$(stat -c %s $@) bytes"
+	$(Q)initramfs/gen-list $(TOP)/initramfs $(BUSYBOX_BIN) $(BUSYBOX_LINKS) $(INITRAMFS_GEN) $(IMAGE_ROOTS) > $(BUILD)/initramfs.list
+	$(Q)scripts/check-bin-arch initramfs "$(ELF_MACHINE)" $$(awk '$$1 == "file" {print $$3}' $(BUILD)/initramfs.list)
+	$(Q)$(GEN_INIT_CPIO) -t $(SOURCE_DATE_EPOCH) $(BUILD)/initramfs.list > $(BUILD)/initramfs.cpio
+	$(Q)zstd -q -f -19 -T1 $(BUILD)/initramfs.cpio -o $@
+	$(Q)echo "initramfs: $$(grep -c . $(BUILD)/initramfs.list) entries, $$(stat -c %s $@) bytes"
 
 .PHONY: initramfs
 initramfs: $(INITRAMFS) ## build the initramfs only

@@ -10,38 +10,38 @@ ISO_INPUTS := iso/isolinux.cfg iso/loader/loader.conf $(LOADER_ENTRIES) $(STAMPS
 	iso/build-esp iso/build-iso scripts/manifest scripts/licenses-index $(COMPONENTS)
 
 $(STAMPS)/boot-debs: $(foreach n,isolinux syslinux-common systemd-boot-efi,$(call pin_stamp,$(n))) | $(STAMPS)/host-deps $(BUILD)
-	@rm -rf $(BOOT_DEBS) && mkdir -p $(BOOT_DEBS)
-	@for n in isolinux syslinux-common systemd-boot-efi; do \
+	$(Q)rm -rf $(BOOT_DEBS) && mkdir -p $(BOOT_DEBS)
+	$(Q)for n in isolinux syslinux-common systemd-boot-efi; do \
 	  deb=$$(scripts/fetch $$n) && dpkg-deb -x "$$deb" $(BOOT_DEBS) || exit 1; done
-	@touch $@
+	$(Q)touch $@
 
 ESP_STAGE := $(BUILD)/esp-stage
 $(ESP_IMG): $(STAMPS)/shim-debs $(SIGNED_BOOTLOADER) $(SIGNED_UKI) $(MOK_CER) \
 		iso/loader/loader.conf $(LOADER_ENTRIES) $(STAMPS)/loader-entries iso/build-esp
-	@rm -rf $(ESP_STAGE) && mkdir -p $(ESP_STAGE)/EFI/BOOT $(ESP_STAGE)/EFI/extrescue $(ESP_STAGE)/loader/entries
-	@cp $(SHIM) $(ESP_STAGE)/EFI/BOOT/BOOTX64.EFI
-	@cp $(MOKMANAGER) $(ESP_STAGE)/EFI/BOOT/mmx64.efi
-	@cp $(SIGNED_BOOTLOADER) $(ESP_STAGE)/EFI/BOOT/grubx64.efi
-	@cp $(SIGNED_UKI) $(MOK_CER) $(ESP_STAGE)/EFI/extrescue/
-	@cp iso/loader/loader.conf $(ESP_STAGE)/loader/
-	@cp iso/loader/entries/*.conf $(ESP_STAGE)/loader/entries/
-	@iso/build-esp $@ $(ESP_STAGE)
+	$(Q)rm -rf $(ESP_STAGE) && mkdir -p $(ESP_STAGE)/EFI/BOOT $(ESP_STAGE)/EFI/extrescue $(ESP_STAGE)/loader/entries
+	$(Q)cp $(SHIM) $(ESP_STAGE)/EFI/BOOT/BOOT$(EFI_ARCH_UPPER).EFI
+	$(Q)cp $(MOKMANAGER) $(ESP_STAGE)/EFI/BOOT/mm$(EFI_ARCH).efi
+	$(Q)cp $(SIGNED_BOOTLOADER) $(ESP_STAGE)/EFI/BOOT/grub$(EFI_ARCH).efi
+	$(Q)cp $(SIGNED_UKI) $(MOK_CER) $(ESP_STAGE)/EFI/extrescue/
+	$(Q)cp iso/loader/loader.conf $(ESP_STAGE)/loader/
+	$(Q)cp iso/loader/entries/*.conf $(ESP_STAGE)/loader/entries/
+	$(Q)iso/build-esp $@ $(ESP_STAGE)
 
 $(ISO): $(ESP_IMG) $(ISO_INPUTS)
-	@rm -rf $(ISO_STAGE) && mkdir -p $(ISO_STAGE)/isolinux $(ISO_STAGE)/boot
-	@cp $(BOOT_DEBS)/usr/lib/ISOLINUX/isolinux.bin $(ISO_STAGE)/isolinux/
-	@cp $(addprefix $(BOOT_DEBS)/usr/lib/syslinux/modules/bios/,ldlinux.c32 menu.c32 libutil.c32) $(ISO_STAGE)/isolinux/
-	@sed 's/@VERSION@/$(VERSION)/' iso/isolinux.cfg > $(ISO_STAGE)/isolinux/isolinux.cfg
-	@cp $(BZIMAGE) $(ISO_STAGE)/boot/vmlinuz
-	@cp $(INITRAMFS) $(ISO_STAGE)/boot/initrd.zst
-	@cp $(ESP_IMG) $(ISO_STAGE)/boot/efiboot.img
-	@mkdir -p $(ISO_STAGE)/EFI/extrescue && cp $(MOK_CER) $(ISO_STAGE)/EFI/extrescue/
-	@scripts/licenses-index $(COMPONENTS) > $(ISO_STAGE)/LICENSES
-	@rm -f $(OUT)/extrescue-*-$(EXTRESCUE_ARCH).iso
-	@iso/build-iso $@ $(ISO_STAGE) $(BOOT_DEBS)/usr/lib/ISOLINUX/isohdpfx.bin
-	@VERSION=$(VERSION) LINUX_CONFIG=$(LINUX_OBJ)/.config ESP_STAGE=$(ESP_STAGE) scripts/manifest $(COMPONENTS) \
+	$(Q)rm -rf $(ISO_STAGE) && mkdir -p $(ISO_STAGE)/isolinux $(ISO_STAGE)/boot
+	$(Q)cp $(BOOT_DEBS)/usr/lib/ISOLINUX/isolinux.bin $(ISO_STAGE)/isolinux/
+	$(Q)cp $(addprefix $(BOOT_DEBS)/usr/lib/syslinux/modules/bios/,ldlinux.c32 menu.c32 libutil.c32) $(ISO_STAGE)/isolinux/
+	$(Q)sed 's/@VERSION@/$(VERSION)/' iso/isolinux.cfg > $(ISO_STAGE)/isolinux/isolinux.cfg
+	$(Q)cp $(BZIMAGE) $(ISO_STAGE)/boot/vmlinuz
+	$(Q)cp $(INITRAMFS) $(ISO_STAGE)/boot/initrd.zst
+	$(Q)cp $(ESP_IMG) $(ISO_STAGE)/boot/efiboot.img
+	$(Q)mkdir -p $(ISO_STAGE)/EFI/extrescue && cp $(MOK_CER) $(ISO_STAGE)/EFI/extrescue/
+	$(Q)scripts/licenses-index $(COMPONENTS) > $(ISO_STAGE)/LICENSES
+	$(Q)rm -f $(OUT)/extrescue-*-$(EXTRESCUE_ARCH).iso
+	$(Q)iso/build-iso $@ $(ISO_STAGE) $(BOOT_DEBS)/usr/lib/ISOLINUX/isohdpfx.bin
+	$(Q)VERSION=$(VERSION) LINUX_CONFIG=$(LINUX_OBJ)/.config ESP_STAGE=$(ESP_STAGE) scripts/manifest $(COMPONENTS) \
 	  $(foreach p,$(PACKAGES),$(p)=$($(PKG_VAR_$(p))_SRC)) > $(MANIFEST)
-	@echo "iso: $@ ($$(stat -c %s $@) bytes)"
+	$(Q)echo "iso: $@ ($$(stat -c %s $@) bytes)"
 
 .PHONY: iso
 iso: $(ISO) ## the ISO and the manifest only

@@ -18,10 +18,10 @@ SYSTEMD_BOOT_EFI_LICENSE := LGPL-2.1-or-later
 SHIM_LICENSE := BSD-2-Clause AND OpenSSL AND BSD-3-Clause
 MUSL_LICENSE := MIT
 LIBGCC_LICENSE := GPL-3.0-or-later WITH GCC-exception-3.1
-# The C++ programs (mk/gddrescue.mk, smartmontools, gdisk) link the host's glibc and libstdc++ statically.
+# The C++ programs (package/gddrescue, smartmontools, gdisk) link the host's glibc and libstdc++ statically.
 GLIBC_LICENSE := LGPL-2.1-or-later
 LIBSTDCXX_LICENSE := GPL-3.0-or-later WITH GCC-exception-3.1
-# gdisk links the host's static libuuid and popt (mk/gdisk.mk).
+# gdisk links the host's static libuuid and popt (package/gdisk).
 HOST_LIBUUID_LICENSE := BSD-3-Clause
 HOST_POPT_LICENSE := MIT
 GCC_MAJOR := $(shell gcc -dumpversion | cut -d. -f1)
@@ -39,7 +39,7 @@ COMPONENT_ROWS = { $(foreach p,$(PACKAGES),$(call component_row,$(p),$(call pin_
 	   $(call component_row,syslinux-common,$(call pin,syslinux-common,5),$(SYSLINUX_COMMON_LICENSE),debian-binary:syslinux-common,syslinux) \
 	   $(call component_row,systemd-boot-efi,$(call pin,systemd-boot-efi,5),$(SYSTEMD_BOOT_EFI_LICENSE),debian-binary:systemd-boot-efi,systemd) \
 	   $(call component_row,shim-signed,$(call pin,shim-signed,5),$(SHIM_LICENSE),debian-binary:shim-signed,shim) \
-	   $(call component_row,shim-helpers,$(call pin,shim-helpers,5),$(SHIM_LICENSE),debian-binary:shim-helpers-amd64-signed,shim) \
+	   $(call component_row,shim-helpers,$(call pin,shim-helpers,5),$(SHIM_LICENSE),debian-binary:$(call pin,shim-helpers,4),shim) \
 	   $(call component_row,musl,$(call host_version,musl),$(MUSL_LICENSE),host:musl,-) \
 	   $(call component_row,libgcc,$(call host_version,libgcc-$(GCC_MAJOR)-dev),$(LIBGCC_LICENSE),host:libgcc-$(GCC_MAJOR)-dev,-) \
 	   $(call component_row,glibc,$(call host_version,libc6-dev),$(GLIBC_LICENSE),host:libc6-dev,-) \
@@ -53,28 +53,28 @@ $(call write_if_changed,$(STAMPS)/component-licences,$(foreach p,$(PACKAGES),$(p
 	$(wildcard $($(PKG_VAR_$(p))_PATCH_DIR));) $(foreach v,$(sort $(filter %_LICENSE,$(.VARIABLES))),$(v)=$($(v))))
 $(COMPONENTS): $(foreach p,$(PACKAGES) isolinux syslinux-common systemd-boot-efi syslinux systemd shim-signed shim-helpers shim,$(call pin_stamp,$(p))) \
 		$(STAMPS)/component-licences $(STAMPS)/host-toolchain $(EPOCH_STAMP) | $(BUILD)
-	@$(COMPONENT_ROWS) > $@
+	$(Q)$(COMPONENT_ROWS) > $@
 
 # Every folder whose files go into the initramfs besides initramfs/ itself.
 IMAGE_ROOTS = $(foreach p,$(PACKAGES),$($(PKG_VAR_$(p))_ROOT)) $(SRC_ROOT) $(LEGAL_ROOT)
 
 # Licence texts of the components the package recipe does not install.
 $(STAMPS)/legal-root: $(STAMPS)/boot-debs $(STAMPS)/shim-debs $(STAMPS)/linux-patched LICENSE mk/legal.mk
-	@rm -rf $(LEGAL_ROOT) && mkdir -p $(LEGAL_ROOT)
-	@scripts/install-licenses extrescue $(TOP) $(LEGAL_ROOT) LICENSE $(LINUX_SRC)/LICENSES/preferred/GPL-2.0
-	@for p in isolinux syslinux-common systemd-boot-efi; do \
+	$(Q)rm -rf $(LEGAL_ROOT) && mkdir -p $(LEGAL_ROOT)
+	$(Q)scripts/install-licenses extrescue $(TOP) $(LEGAL_ROOT) LICENSE $(LINUX_SRC)/LICENSES/preferred/GPL-2.0
+	$(Q)for p in isolinux syslinux-common systemd-boot-efi; do \
 	  scripts/install-licenses $$p $(BOOT_DEBS) $(LEGAL_ROOT) usr/share/doc/$$p/copyright || exit 1; done
-	@scripts/install-licenses shim-signed $(SHIM_DEBS) $(LEGAL_ROOT) usr/share/doc/shim-signed/copyright
-	@scripts/install-licenses shim-helpers $(SHIM_DEBS) $(LEGAL_ROOT) usr/share/doc/shim-helpers-amd64-signed/copyright
-	@scripts/install-licenses musl / $(LEGAL_ROOT) /usr/share/doc/musl/copyright
-	@scripts/install-licenses libgcc / $(LEGAL_ROOT) /usr/share/doc/gcc-$(GCC_MAJOR)-base/copyright
-	@scripts/install-licenses glibc / $(LEGAL_ROOT) /usr/share/doc/libc6/copyright
-	@scripts/install-licenses libstdc++ / $(LEGAL_ROOT) /usr/share/doc/gcc-$(GCC_MAJOR)-base/copyright
-	@scripts/install-licenses host-libuuid / $(LEGAL_ROOT) /usr/share/doc/uuid-dev/copyright
-	@scripts/install-licenses host-popt / $(LEGAL_ROOT) /usr/share/doc/libpopt-dev/copyright
-	@touch $@
+	$(Q)scripts/install-licenses shim-signed $(SHIM_DEBS) $(LEGAL_ROOT) usr/share/doc/shim-signed/copyright
+	$(Q)scripts/install-licenses shim-helpers $(SHIM_DEBS) $(LEGAL_ROOT) usr/share/doc/$(call pin,shim-helpers,4)/copyright
+	$(Q)scripts/install-licenses musl / $(LEGAL_ROOT) /usr/share/doc/musl/copyright
+	$(Q)scripts/install-licenses libgcc / $(LEGAL_ROOT) /usr/share/doc/gcc-$(GCC_MAJOR)-base/copyright
+	$(Q)scripts/install-licenses glibc / $(LEGAL_ROOT) /usr/share/doc/libc6/copyright
+	$(Q)scripts/install-licenses libstdc++ / $(LEGAL_ROOT) /usr/share/doc/gcc-$(GCC_MAJOR)-base/copyright
+	$(Q)scripts/install-licenses host-libuuid / $(LEGAL_ROOT) /usr/share/doc/uuid-dev/copyright
+	$(Q)scripts/install-licenses host-popt / $(LEGAL_ROOT) /usr/share/doc/libpopt-dev/copyright
+	$(Q)touch $@
 
 .PHONY: legal-info
 legal-info: $(ISO) $(COMPONENTS) ## out/legal-info/: every component's sources, patches, licences and a table
-	@TOP=$(TOP) BUILD=$(BUILD) INITRAMFS_LIST=$(BUILD)/initramfs.list ISO_STAGE=$(ISO_STAGE) BOOT_DEBS=$(BOOT_DEBS) ESP_STAGE=$(ESP_STAGE) \
+	$(Q)TOP=$(TOP) BUILD=$(BUILD) INITRAMFS_LIST=$(BUILD)/initramfs.list ISO_STAGE=$(ISO_STAGE) BOOT_DEBS=$(BOOT_DEBS) ESP_STAGE=$(ESP_STAGE) \
 	  BUSYBOX_BIN=$(BUSYBOX_BIN) scripts/legal-info $(LEGAL_INFO) $(COMPONENTS) $(IMAGE_ROOTS)

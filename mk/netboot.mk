@@ -17,42 +17,42 @@ NETBOOT_INPUTS := mk/netboot.mk iso/isolinux.cfg netboot/menus scripts/build-uki
 	scripts/licenses-index $(COMPONENTS)
 
 $(STAMPS)/netboot-debs: $(call pin_stamp,pxelinux) | $(STAMPS)/host-deps $(BUILD)
-	@rm -rf $(NETBOOT_DEBS) && mkdir -p $(NETBOOT_DEBS)
-	@deb=$$(scripts/fetch pxelinux) && dpkg-deb -x "$$deb" $(NETBOOT_DEBS)
-	@touch $@
+	$(Q)rm -rf $(NETBOOT_DEBS) && mkdir -p $(NETBOOT_DEBS)
+	$(Q)deb=$$(scripts/fetch pxelinux) && dpkg-deb -x "$$deb" $(NETBOOT_DEBS)
+	$(Q)touch $@
 
 # Rewritten only when the command line changes, so the image is rebuilt then.
 $(call write_if_changed,$(STAMPS)/uki-cmdline,$(UKI_CMDLINE))
 
 $(NETBOOT_TAR): $(STAMPS)/netboot-debs $(STAMPS)/boot-debs $(STAMPS)/linux-built $(INITRAMFS) \
 		$(STAMPS)/initramfs-gen $(STAMPS)/uki-cmdline $(SIGNED_UKI) $(STAMPS)/shim-debs $(NETBOOT_INPUTS)
-	@rm -rf $(NETBOOT) && mkdir -p $(NETBOOT)/pxelinux.cfg
-	@cp $(NETBOOT_DEBS)/usr/lib/PXELINUX/pxelinux.0 $(NETBOOT_DEBS)/usr/lib/PXELINUX/lpxelinux.0 $(NETBOOT)/
-	@cp $(addprefix $(BOOT_DEBS)/usr/lib/syslinux/modules/bios/,ldlinux.c32 menu.c32 libutil.c32) $(NETBOOT)/
-	@netboot/menus pxelinux iso/isolinux.cfg $(VERSION) > $(NETBOOT)/pxelinux.cfg/default
-	@netboot/menus ipxe iso/isolinux.cfg $(VERSION) > $(NETBOOT)/extrescue.ipxe
-	@cp $(BZIMAGE) $(NETBOOT)/vmlinuz
-	@cp $(INITRAMFS) $(NETBOOT)/initrd.zst
-	@if [ -z '$(UKI_CMDLINE)' ]; then cp $(SIGNED_UKI) $(UKI); else \
-	 scripts/build-uki $(UKI).unsigned $(SD_EFI)/linuxx64.efi.stub $(BZIMAGE) $(INITRAMFS) \
+	$(Q)rm -rf $(NETBOOT) && mkdir -p $(NETBOOT)/pxelinux.cfg
+	$(Q)cp $(NETBOOT_DEBS)/usr/lib/PXELINUX/pxelinux.0 $(NETBOOT_DEBS)/usr/lib/PXELINUX/lpxelinux.0 $(NETBOOT)/
+	$(Q)cp $(addprefix $(BOOT_DEBS)/usr/lib/syslinux/modules/bios/,ldlinux.c32 menu.c32 libutil.c32) $(NETBOOT)/
+	$(Q)netboot/menus pxelinux iso/isolinux.cfg $(VERSION) > $(NETBOOT)/pxelinux.cfg/default
+	$(Q)netboot/menus ipxe iso/isolinux.cfg $(VERSION) > $(NETBOOT)/extrescue.ipxe
+	$(Q)cp $(BZIMAGE) $(NETBOOT)/vmlinuz
+	$(Q)cp $(INITRAMFS) $(NETBOOT)/initrd.zst
+	$(Q)if [ -z '$(UKI_CMDLINE)' ]; then cp $(SIGNED_UKI) $(UKI); else \
+	 scripts/build-uki $(UKI).unsigned $(SD_EFI)/linux$(EFI_ARCH).efi.stub $(BZIMAGE) $(INITRAMFS) \
 	  $(INITRAMFS_GEN)/etc/os-release '$(UKI_CMDLINE)' && \
 	 scripts/sb-sign $(SB_KEY) $(SB_CERT) $(UKI).unsigned $(UKI) && rm $(UKI).unsigned; fi
-	@cp $(SHIM) $(NETBOOT)/shimx64.efi
-	@cp $(MOKMANAGER) $(NETBOOT)/mmx64.efi
-	@ln -s extrescue.efi $(NETBOOT)/grubx64.efi
-	@cp netboot/dnsmasq.conf.example $(NETBOOT)/
-	@{ scripts/licenses-index $(COMPONENTS); \
+	$(Q)cp $(SHIM) $(NETBOOT)/shim$(EFI_ARCH).efi
+	$(Q)cp $(MOKMANAGER) $(NETBOOT)/mm$(EFI_ARCH).efi
+	$(Q)ln -s extrescue.efi $(NETBOOT)/grub$(EFI_ARCH).efi
+	$(Q)cp netboot/dnsmasq.conf.example $(NETBOOT)/
+	$(Q){ scripts/licenses-index $(COMPONENTS); \
 	   printf '%-18s %-38s %s\n' pxelinux '$(call pin,pxelinux,5)' 'GPL-2.0-or-later (pxelinux.0, lpxelinux.0)'; \
 	   echo; echo "pxelinux and syslinux-common (the .c32 modules) are Debian's binaries of syslinux;"; \
-	   echo "extrescue.efi is systemd-boot-efi's linuxx64.efi.stub with linux and the initramfs added."; \
-	   echo "shimx64.efi and mmx64.efi (MokManager) are Debian's signed binaries of shim."; \
+	   echo "extrescue.efi is systemd-boot-efi's linux$(EFI_ARCH).efi.stub with linux and the initramfs added."; \
+	   echo "shim$(EFI_ARCH).efi and mm$(EFI_ARCH).efi (MokManager) are Debian's signed binaries of shim."; \
 	 } > $(NETBOOT)/LICENSES
-	@cp $(NETBOOT_DEBS)/usr/share/doc/pxelinux/copyright $(NETBOOT)/LICENSE.pxelinux
-	@find $(NETBOOT) -exec touch -h -d @$(SOURCE_DATE_EPOCH) {} +
-	@rm -f $(OUT)/extrescue-netboot-*.tar
-	@tar -C $(OUT) --sort=name --mtime=@$(SOURCE_DATE_EPOCH) --owner=0 --group=0 --numeric-owner \
+	$(Q)cp $(NETBOOT_DEBS)/usr/share/doc/pxelinux/copyright $(NETBOOT)/LICENSE.pxelinux
+	$(Q)find $(NETBOOT) -exec touch -h -d @$(SOURCE_DATE_EPOCH) {} +
+	$(Q)rm -f $(OUT)/extrescue-netboot-*.tar
+	$(Q)tar -C $(OUT) --sort=name --mtime=@$(SOURCE_DATE_EPOCH) --owner=0 --group=0 --numeric-owner \
 	  --mode=go+rX,u+w --format=gnu -cf $@.tmp netboot && mv $@.tmp $@
-	@echo "netboot: $(NETBOOT)/ ($$(du -sb $(NETBOOT) | cut -f1) bytes), $(notdir $@)"
+	$(Q)echo "netboot: $(NETBOOT)/ ($$(du -sb $(NETBOOT) | cut -f1) bytes), $(notdir $@)"
 
 .PHONY: netboot
 netboot: $(NETBOOT_TAR) ## out/netboot/ and its tar: PXE, UEFI PXE/HTTP (extrescue.efi) and iPXE boot files

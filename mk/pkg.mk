@@ -3,17 +3,35 @@
 #
 #   source      fetch and verify the pin (and Debian's patch archive)    <- the pin's line
 #   extracted   unpack the orig tarball, Debian's debian/ beside it
-#   patched     Debian's series, then ours (NAME-patches/series)         <- our patch files
+#   patched     Debian's series, then ours (package/NAME/patches/series) <- our patch files
 #   configured  P_CONFIGURE_CMDS                     <- the recipe, P_DEPENDENCIES, host toolchain
 #   built       P_BUILD_CMDS
 #   installed   P_INSTALL_CMDS into P_ROOT, licence texts, static check  <- what the image takes
 #
-# A component's mk file sets its variables (prefix P, e.g. UTIL_LINUX) and the
-# command blocks that differ, then calls $(eval $(call package,name,P)).
+# A component is a folder, package/NAME/: NAME.mk sets its variables (prefix
+# P, e.g. UTIL_LINUX) and the command blocks that differ, then calls
+# $(eval $(call package,NAME,P)); NAME.lock holds its pin (NAME.lock.ARCH
+# for a binary package of one Debian architecture); patches/ its series;
+# any config file of its own sits beside them. A configure line is one of
+# the flavours in mk/toolchain.mk (autotools, cmake, meson).
+#
+# A pin is one line of a lock file, its columns:
+#   name     the component (the folder's name, or a part of it)
+#   series   the version prefix update-pins stays within
+#   kind     src   = Debian source package: the orig tarball plus Debian's
+#                    patch archive, whose debian/patches/series is applied first;
+#            orig  = the orig tarball of that Debian version, our patches only;
+#            deb   = a Debian binary package, unpacked as built;
+#            legal = sources fetched only for make legal-info (of a deb pin)
+#   package, version   the Debian package and version
+#   file, sha256       the main file as the archive served it when pinned
+#   patches, patches-sha256   Debian's patch archive (- for none)
+#   source   the Debian source package: its folder in the archive's pool/,
+#            where a second archive (EXTRESCUE_SNAPSHOT_MIRROR) is asked.
 #   P_SRC      source tree (default out/build/NAME-src)
 #   P_OBJ      build folder (default: P_SRC, an in-tree build)
 #   P_ROOT     what the component puts into the image (default out/build/NAME-root)
-#   P_PATCH_DIR       our series and patches (default NAME-patches)
+#   P_PATCH_DIR       our series and patches (default package/NAME/patches)
 #   P_DEPENDENCIES    stamps or files the configure step needs (other components)
 #   P_LICENSE         SPDX expression; P_LICENSE_FILES: paths in P_SRC
 #   P_POST_PATCH_CMDS, P_CONFIGURE_CMDS, P_BUILD_CMDS, P_INSTALL_CMDS: recipe lines (may be empty)
@@ -22,11 +40,6 @@
 
 PACKAGES :=
 
-# $(call musl_configure,NAME,P,OPTIONS): an autoconf configure in P_OBJ for a
-# static musl build (the recipe line of the components built that way).
-musl_configure = @cd $($(2)_OBJ) && CC="$(MUSL_CC)" CFLAGS="-O2 -ffunction-sections -fdata-sections $(PREFIX_MAP)" \
-	LDFLAGS="-static -Wl,--gc-sections" $(TOP)/scripts/logged $(1) configure $($(2)_OBJ)/configure.log \
-	$($(2)_SRC)/configure --host=$(GNU_TRIPLET) $(3)
 # The kind column of a pin: src (Debian's patches apply), orig, deb, legal.
 pin_kind = $(call pin,$(1),3)
 
@@ -51,51 +64,51 @@ $(2)_VERSION := $$(call pin,$(1),5)
 $(2)_SRC ?= $$(BUILD)/$(1)-src
 $(2)_OBJ ?= $$($(2)_SRC)
 $(2)_ROOT ?= $$(BUILD)/$(1)-root
-$(2)_PATCH_DIR ?= $(1)-patches
+$(2)_PATCH_DIR ?= package/$(1)/patches
 $(2)_PATCHES := $$(wildcard $$($(2)_PATCH_DIR)/series $$($(2)_PATCH_DIR)/*.patch)
 
 $$(STAMPS)/$(1)-source: $$(call pin_stamp,$(1)) | $$(STAMPS)/host-deps $$(BUILD)
-	@scripts/fetch $(1) >/dev/null
-	@$$(if $$(filter src,$$(call pin_kind,$(1))),scripts/fetch $(1) patches >/dev/null)
-	@touch $$@
+	$(Q)scripts/fetch $(1) >/dev/null
+	$(Q)$$(if $$(filter src,$$(call pin_kind,$(1))),scripts/fetch $(1) patches >/dev/null)
+	$(Q)touch $$@
 
 $$(STAMPS)/$(1)-extracted: $$(STAMPS)/$(1)-source
-	@scripts/extract $(1) $$($(2)_SRC) $$(filter-out $$($(2)_SRC),$$($(2)_OBJ))
-	@touch $$@
+	$(Q)scripts/extract $(1) $$($(2)_SRC) $$(filter-out $$($(2)_SRC),$$($(2)_OBJ))
+	$(Q)touch $$@
 
 $$(STAMPS)/$(1)-patched: $$(STAMPS)/$(1)-extracted $$($(2)_PATCHES)
-	@scripts/apply-patches $$($(2)_SRC) $$(call package_patch_series,$(1),$(2))
+	$(Q)scripts/apply-patches $$($(2)_SRC) $$(call package_patch_series,$(1),$(2))
 	+$$($(2)_POST_PATCH_CMDS)
-	@touch $$@
+	$(Q)touch $$@
 
 $$(call write_if_changed,$$(STAMPS)/$(1)-recipe,$$(call recipe_text,$(2)))
 $$(STAMPS)/$(1)-configured: $$(STAMPS)/$(1)-patched $$($(2)_DEPENDENCIES) $$(STAMPS)/$(1)-recipe $$(STAMPS)/host-toolchain
-	@mkdir -p $$($(2)_OBJ)
+	$(Q)mkdir -p $$($(2)_OBJ)
 	+$$($(2)_CONFIGURE_CMDS)
-	@touch $$@
+	$(Q)touch $$@
 
 $$(STAMPS)/$(1)-built: $$(STAMPS)/$(1)-configured
-	@echo "$(1): building $$($(2)_VERSION)"
+	$(Q)echo "$(1): building $$($(2)_VERSION)"
 	+$$($(2)_BUILD_CMDS)
-	@touch $$@
+	$(Q)touch $$@
 
 $$(STAMPS)/$(1)-installed: $$(STAMPS)/$(1)-built
-	@rm -rf $$($(2)_ROOT) && mkdir -p $$($(2)_ROOT)
+	$(Q)rm -rf $$($(2)_ROOT) && mkdir -p $$($(2)_ROOT)
 	+$$($(2)_INSTALL_CMDS)
-	@scripts/install-licenses $(1) $$($(2)_SRC) $$($(2)_ROOT) $$($(2)_LICENSE_FILES)
-	@scripts/check-static $(1) $$$$(find $$($(2)_ROOT) -type f -path '*bin/*')
-	@scripts/check-bin-arch $(1) "$$(ELF_MACHINE)" $$$$(find $$($(2)_ROOT) -type f)
-	@touch $$@
+	$(Q)scripts/install-licenses $(1) $$($(2)_SRC) $$($(2)_ROOT) $$($(2)_LICENSE_FILES)
+	$(Q)scripts/check-static $(1) $$$$(find $$($(2)_ROOT) -type f -path '*bin/*')
+	$(Q)scripts/check-bin-arch $(1) "$$(ELF_MACHINE)" $$$$(find $$($(2)_ROOT) -type f)
+	$(Q)touch $$@
 
 .PHONY: $(1) $(1)-source $(1)-rebuild $(1)-reconfigure $(1)-dirclean
 $(1): $$(STAMPS)/$(1)-installed
 $(1)-source: $$(STAMPS)/$(1)-source
 $(1)-rebuild:
-	@rm -f $$(STAMPS)/$(1)-built $$(STAMPS)/$(1)-installed
-	@$$(MAKE) --no-print-directory $$(STAMPS)/$(1)-installed
+	$(Q)rm -f $$(STAMPS)/$(1)-built $$(STAMPS)/$(1)-installed
+	$(Q)$$(MAKE) --no-print-directory $$(STAMPS)/$(1)-installed
 $(1)-reconfigure:
-	@rm -f $$(STAMPS)/$(1)-configured $$(STAMPS)/$(1)-built $$(STAMPS)/$(1)-installed
-	@$$(MAKE) --no-print-directory $$(STAMPS)/$(1)-installed
+	$(Q)rm -f $$(STAMPS)/$(1)-configured $$(STAMPS)/$(1)-built $$(STAMPS)/$(1)-installed
+	$(Q)$$(MAKE) --no-print-directory $$(STAMPS)/$(1)-installed
 $(1)-dirclean:
 	rm -rf $$($(2)_SRC) $$($(2)_OBJ) $$($(2)_ROOT) $$(addprefix $$(STAMPS)/$(1)-,source extracted patched configured built installed)
 endef
@@ -103,9 +116,9 @@ endef
 # One line per component for make help (the generated targets carry no ## text).
 .PHONY: help-packages
 help-packages:
-	@echo "Per component (one of: $(PACKAGES)):"
-	@echo "  <component>             build and install it into its image tree"
-	@echo "  <component>-source      fetch and verify its pinned sources"
-	@echo "  <component>-rebuild     build again from the patched, configured tree"
-	@echo "  <component>-reconfigure configure and build again"
-	@echo "  <component>-dirclean    remove its trees and stamps"
+	$(Q)echo "Per component (one of: $(PACKAGES)):"
+	$(Q)echo "  <component>             build and install it into its image tree"
+	$(Q)echo "  <component>-source      fetch and verify its pinned sources"
+	$(Q)echo "  <component>-rebuild     build again from the patched, configured tree"
+	$(Q)echo "  <component>-reconfigure configure and build again"
+	$(Q)echo "  <component>-dirclean    remove its trees and stamps"

@@ -12,9 +12,9 @@ SB_KEY := $(or $(EXTRESCUE_SB_KEY),$(SB_KEY_DIR)/extrescue-sb.key)
 SB_CERT := $(or $(EXTRESCUE_SB_CERT),$(SB_KEY_DIR)/extrescue-sb.crt)
 SB_MAKE_KEY := $(if $(EXTRESCUE_SB_KEY)$(EXTRESCUE_SB_CERT),no,yes)
 MOK_CER := $(OUT)/extrescue-mok.cer
-SHIM := $(SHIM_DEBS)/usr/lib/shim/shimx64.efi.signed
-MOKMANAGER := $(SHIM_DEBS)/usr/lib/shim/mmx64.efi.signed
-SIGNED_BOOTLOADER := $(SB_DIR)/grubx64.efi
+SHIM := $(SHIM_DEBS)/usr/lib/shim/shim$(EFI_ARCH).efi.signed
+MOKMANAGER := $(SHIM_DEBS)/usr/lib/shim/mm$(EFI_ARCH).efi.signed
+SIGNED_BOOTLOADER := $(SB_DIR)/grub$(EFI_ARCH).efi
 SIGNED_UKI := $(SB_DIR)/extrescue.efi
 SD_EFI := $(BUILD)/boot-debs/usr/lib/systemd/boot/efi
 
@@ -22,22 +22,22 @@ SD_EFI := $(BUILD)/boot-debs/usr/lib/systemd/boot/efi
 $(call write_if_changed,$(STAMPS)/sb-key-names,$(SB_KEY) $(SB_CERT))
 
 $(STAMPS)/sb-key: $(STAMPS)/sb-key-names scripts/sb-key | $(STAMPS)/host-deps
-	@scripts/sb-key $(SB_KEY) $(SB_CERT) $(SB_MAKE_KEY)
-	@touch $@
+	$(Q)scripts/sb-key $(SB_KEY) $(SB_CERT) $(SB_MAKE_KEY)
+	$(Q)touch $@
 
 $(MOK_CER): $(STAMPS)/sb-key $(SB_CERT)
-	@openssl x509 -in $(SB_CERT) -outform DER -out $@
-	@echo "secureboot: $(notdir $@) (sha256 $$(sha256sum $@ | cut -c1-16)...) is the certificate to enroll"
+	$(Q)openssl x509 -in $(SB_CERT) -outform DER -out $@
+	$(Q)echo "secureboot: $(notdir $@) (sha256 $$(sha256sum $@ | cut -c1-16)...) is the certificate to enroll"
 
 $(STAMPS)/shim-debs: $(call pin_stamp,shim-signed) $(call pin_stamp,shim-helpers) | $(STAMPS)/host-deps $(BUILD)
-	@rm -rf $(SHIM_DEBS) && mkdir -p $(SHIM_DEBS)
-	@for n in shim-signed shim-helpers; do deb=$$(scripts/fetch $$n) && dpkg-deb -x "$$deb" $(SHIM_DEBS) || exit 1; done
-	@touch $@
+	$(Q)rm -rf $(SHIM_DEBS) && mkdir -p $(SHIM_DEBS)
+	$(Q)for n in shim-signed shim-helpers; do deb=$$(scripts/fetch $$n) && dpkg-deb -x "$$deb" $(SHIM_DEBS) || exit 1; done
+	$(Q)touch $@
 
 # shim starts the second stage by the name GRUB has on a Debian system.
 $(SIGNED_BOOTLOADER): $(STAMPS)/boot-debs $(STAMPS)/sb-key $(SB_CERT) scripts/sb-sign
-	@mkdir -p $(SB_DIR)
-	@scripts/sb-sign $(SB_KEY) $(SB_CERT) $(SD_EFI)/systemd-bootx64.efi $@
+	$(Q)mkdir -p $(SB_DIR)
+	$(Q)scripts/sb-sign $(SB_KEY) $(SB_CERT) $(SD_EFI)/systemd-boot$(EFI_ARCH).efi $@
 
 # The unified image every menu entry of the ESP boots, with the CD's default
 # entry as its command line: with Secure Boot on, systemd's stub ignores the
@@ -45,11 +45,11 @@ $(SIGNED_BOOTLOADER): $(STAMPS)/boot-debs $(STAMPS)/sb-key $(SB_CERT) scripts/sb
 # initramfs/rootfs/lib/extrescue/boot-entry).
 $(SIGNED_UKI): $(STAMPS)/boot-debs $(STAMPS)/linux-built $(INITRAMFS) $(STAMPS)/initramfs-gen $(STAMPS)/sb-key \
 		$(SB_CERT) iso/isolinux.cfg netboot/menus scripts/build-uki scripts/sb-sign
-	@mkdir -p $(SB_DIR)
-	@scripts/build-uki $(SB_DIR)/extrescue.unsigned.efi $(SD_EFI)/linuxx64.efi.stub $(BZIMAGE) $(INITRAMFS) \
+	$(Q)mkdir -p $(SB_DIR)
+	$(Q)scripts/build-uki $(SB_DIR)/extrescue.unsigned.efi $(SD_EFI)/linux$(EFI_ARCH).efi.stub $(BZIMAGE) $(INITRAMFS) \
 	  $(INITRAMFS_GEN)/etc/os-release "$$(netboot/menus cmdline iso/isolinux.cfg)"
-	@scripts/sb-sign $(SB_KEY) $(SB_CERT) $(SB_DIR)/extrescue.unsigned.efi $@
-	@rm -f $(SB_DIR)/extrescue.unsigned.efi
+	$(Q)scripts/sb-sign $(SB_KEY) $(SB_CERT) $(SB_DIR)/extrescue.unsigned.efi $@
+	$(Q)rm -f $(SB_DIR)/extrescue.unsigned.efi
 
 .PHONY: secureboot-key
 secureboot-key: $(MOK_CER) ## make (once) or check the Secure Boot key; out/extrescue-mok.cer is what users enroll
@@ -58,8 +58,8 @@ secureboot-key: $(MOK_CER) ## make (once) or check the Secure Boot key; out/extr
 # a certificate into a copy of OVMF's variable store.
 VIRT_FIRMWARE := $(BUILD)/virt-firmware
 $(STAMPS)/virt-firmware: $(call pin_stamp,python3-virt-firmware) | $(STAMPS)/host-deps $(BUILD)
-	@rm -rf $(VIRT_FIRMWARE) && mkdir -p $(VIRT_FIRMWARE)
-	@deb=$$(scripts/fetch python3-virt-firmware) && dpkg-deb -x "$$deb" $(VIRT_FIRMWARE)
-	@touch $@
+	$(Q)rm -rf $(VIRT_FIRMWARE) && mkdir -p $(VIRT_FIRMWARE)
+	$(Q)deb=$$(scripts/fetch python3-virt-firmware) && dpkg-deb -x "$$deb" $(VIRT_FIRMWARE)
+	$(Q)touch $@
 .PHONY: virt-firmware
 virt-firmware: $(STAMPS)/virt-firmware ## unpack virt-fw-vars for qemu/run --mok (make test does it)

@@ -7,36 +7,36 @@ HOST_TOOL_CFLAGS := -O2 -Wall -Wextra -Werror
 SANITIZE := -fsanitize=address,undefined
 # The compilers and their flags as a stamp: a changed flag rebuilds src/.
 SRC_FLAGS := $(STAMPS)/src-flags
-$(call write_if_changed,$(SRC_FLAGS),$(MUSL_CC) $(MUSL_CFLAGS) | $(CC) $(HOST_TOOL_CFLAGS) $(SANITIZE))
+$(call write_if_changed,$(SRC_FLAGS),$(TARGET_CC) $(MUSL_CFLAGS) | $(CC) $(HOST_TOOL_CFLAGS) $(SANITIZE))
 # An archive, not an object: some link lines name LIBS twice.
 FAST_STRING_A := $(SRC_OBJ)/libfast-string.a
 
 # -fno-builtin: these are the library functions; never turn them into calls.
 $(FAST_STRING_A): src/fast-string.c $(SRC_FLAGS) $(STAMPS)/host-toolchain | $(STAMPS)/linux-headers
-	@mkdir -p $(dir $@)
-	@$(MUSL_CC) $(MUSL_CFLAGS) -fno-builtin -c $< -o $(SRC_OBJ)/fast-string.o
-	@rm -f $@ && ar rcD $@ $(SRC_OBJ)/fast-string.o
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(TARGET_CC) $(MUSL_CFLAGS) -fno-builtin -c $< -o $(SRC_OBJ)/fast-string.o
+	$(Q)rm -f $@ && $(TARGET_AR) rcD $@ $(SRC_OBJ)/fast-string.o
 
 $(SRC_OBJ)/test-fast-string: src/test-fast-string.c src/fast-string.c
-	@mkdir -p $(dir $@)
-	@$(CC) -O2 -Wall -Wextra -fno-builtin -Dmemcmp=xr_memcmp -Dstrncmp=xr_strncmp -c src/fast-string.c -o $@.o
-	@$(CC) -O2 -Wall -Wextra src/test-fast-string.c $@.o -o $@
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -O2 -Wall -Wextra -fno-builtin -Dmemcmp=xr_memcmp -Dstrncmp=xr_strncmp -c src/fast-string.c -o $@.o
+	$(Q)$(CC) -O2 -Wall -Wextra src/test-fast-string.c $@.o -o $@
 
 # Our tools: static with musl for the image; the ones with host-side tests
 # also natively, with the sanitizers. $(call static_tool,TARGET,DEPS) and
 # $(call host_tool,TARGET,DEPS,EXTRA CFLAGS) compile the .c files of DEPS.
 define static_tool
 $(1): $(2) $$(SRC_FLAGS) $$(STAMPS)/host-toolchain | $$(STAMPS)/linux-headers
-	@mkdir -p $$(dir $$@)
-	@$$(MUSL_CC) $$(MUSL_CFLAGS) -static -o $$@ $$(filter %.c,$(2))
-	@strip --strip-all $$@
-	@scripts/check-static src $$@
-	@scripts/check-bin-arch src "$$(ELF_MACHINE)" $$@
+	$(Q)mkdir -p $$(dir $$@)
+	$(Q)$$(TARGET_CC) $$(MUSL_CFLAGS) -static -o $$@ $$(filter %.c,$(2))
+	$(Q)$(TARGET_STRIP) --strip-all $$@
+	$(Q)scripts/check-static src $$@
+	$(Q)scripts/check-bin-arch src "$$(ELF_MACHINE)" $$@
 endef
 define host_tool
 $(1): $(2) $$(SRC_FLAGS) $$(STAMPS)/host-toolchain
-	@mkdir -p $$(dir $$@)
-	@$$(CC) $$(HOST_TOOL_CFLAGS) $(3) -o $$@ $$(filter %.c,$(2))
+	$(Q)mkdir -p $$(dir $$@)
+	$(Q)$$(CC) $$(HOST_TOOL_CFLAGS) $(3) -o $$@ $$(filter %.c,$(2))
 endef
 SRC_ROOT := $(BUILD)/src-root
 
@@ -91,16 +91,16 @@ FUZZ_CORPUS := $(SRC_OBJ)/fuzz-corpus
 FUZZ_CFLAGS := -g -O1 -Wall -Wextra -Werror -DFUZZING -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined
 $(STAMPS)/host-deps-fuzz: configs/host-packages-fuzz | $(STAMPS)
-	@scripts/host-deps $<
-	@echo "libclang-rt-$$(clang -dumpversion | cut -d. -f1)-dev" > $@.runtime && scripts/host-deps $@.runtime
-	@touch $@
+	$(Q)scripts/host-deps $<
+	$(Q)echo "libclang-rt-$$(clang -dumpversion | cut -d. -f1)-dev" > $@.runtime && scripts/host-deps $@.runtime
+	$(Q)touch $@
 
 # $(call fuzz_target,PARSER,DEPS): src/fuzz-PARSER.c linked with the .c files
 # of DEPS marked +; the rest are headers or the tool the target includes.
 define fuzz_target
 $(SRC_OBJ)/fuzz-$(1): src/fuzz-$(1).c $(subst +,,$(2)) | $$(STAMPS)/host-deps-fuzz
-	@mkdir -p $$(dir $$@)
-	@clang $$(FUZZ_CFLAGS) -o $$@ src/fuzz-$(1).c $(patsubst +%,%,$(filter +%,$(2)))
+	$(Q)mkdir -p $$(dir $$@)
+	$(Q)clang $$(FUZZ_CFLAGS) -o $$@ src/fuzz-$(1).c $(patsubst +%,%,$(filter +%,$(2)))
 endef
 $(eval $(call fuzz_target,extsb,+src/extsb.c src/extsb.h src/le.h src/text.h))
 $(eval $(call fuzz_target,layout,+src/layout.c src/layout.h src/le.h src/text.h))
@@ -114,8 +114,8 @@ FUZZ_BINS := $(foreach t,$(FUZZ_PARSERS),$(SRC_OBJ)/fuzz-$(firstword $(subst :, 
 # whole output in fuzz-PARSER.log. Targets' own messages (stderr) are muted.
 .PHONY: fuzz
 fuzz: $(FUZZ_BINS) ## fuzz every parser of hostile bytes, FUZZ_RUNS inputs each (default 200000)
-	@tests/fuzz-seeds $(FUZZ_CORPUS)
-	@failed=; for t in $(FUZZ_PARSERS); do \
+	$(Q)tests/fuzz-seeds $(FUZZ_CORPUS)
+	$(Q)failed=; for t in $(FUZZ_PARSERS); do \
 	  p=$${t%%:*} max=$${t#*:} log=$(SRC_OBJ)/fuzz-$${t%%:*}.log crashes=$(SRC_OBJ)/fuzz-crashes/$${t%%:*}/; \
 	  rm -rf $$crashes && mkdir -p $$crashes $(FUZZ_CORPUS)/$$p; \
 	  status=0; $(SRC_OBJ)/fuzz-$$p -runs=$(FUZZ_RUNS) $(if $(FUZZ_SECONDS),-max_total_time=$(FUZZ_SECONDS)) \

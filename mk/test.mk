@@ -15,70 +15,69 @@ TEST_JOBS ?= $(shell n=$$(nproc); [ $$n -gt 8 ] && n=8; echo $$n)
 TEST_HOST_TOOLS := $(addprefix $(SRC_OBJ)/host/,extscan cmdline authkeys report inroot) \
 	$(SRC_OBJ)/test-fast-string $(SRC_OBJ)/test-aligned-alloc
 test: all $(STAMPS)/virt-firmware $(TEST_HOST_TOOLS) ## run the whole test suite (boots, controllers, e2fsprogs suite, build checks), then its time table
-	@a=0 b=0; mv -f $(OUT)/test-times.tsv $(OUT)/test-times-last.tsv 2>/dev/null || true; \
+	$(Q)a=0 b=0; mv -f $(OUT)/test-times.tsv $(OUT)/test-times-last.tsv 2>/dev/null || true; \
 	 $(PYTEST) -q -p no:cacheprovider -m serial tests/ || a=$$?; \
 	 EXTRESCUE_TIMES_APPEND=1 $(PYTEST) -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadgroup -m 'not serial' tests/ || b=$$?; \
 	 tests/timetable.py; \
 	 [ $$a = 0 ] && [ $$b = 0 ]
 
 test-times: ## the last make test's time table: the ten slowest tests, seconds per module
-	@tests/timetable.py
+	$(Q)tests/timetable.py
 
 test-build: | $(STAMPS)/host-deps ## only the build-system checks (no boot)
-	@$(PYTEST) -q -p no:cacheprovider tests/test_build.py
+	$(Q)$(PYTEST) -q -p no:cacheprovider tests/test_build.py
 
 test-server: $(ISO) ## only the real-server suite (a Debian 12 server broken and repaired)
-	@$(PYTEST) -q -s -p no:cacheprovider tests/test_server.py tests/test_server_encrypted.py
+	$(Q)$(PYTEST) -q -s -p no:cacheprovider tests/test_server.py tests/test_server_encrypted.py
 
 test-boot: $(ISO) ## only the boot tests
-	@$(PYTEST) -q -p no:cacheprovider tests/test_boot.py
+	$(Q)$(PYTEST) -q -p no:cacheprovider tests/test_boot.py
 
 run: $(ISO) $(STAMPS)/virt-firmware ## boot the ISO in QEMU on this terminal (Ctrl-A x quits); ARGS= adds qemu/run options
-	@qemu/run --iso $(ISO) $(ARGS)
+	$(Q)qemu/run --iso $(ISO) $(ARGS)
 
-comma := ,
 smoke: $(ISO) ## qemu/smoke: DISK=/dev/sdX [CTRL=ahci] and/or PCI=BDF; does the controller read the disks sanely
-	@[ -n "$(DISK)$(PCI)" ] || { echo "smoke: name DISK=/dev/sdX (CTRL=controller) or PCI=0000:03:00.0" >&2; exit 2; }
-	@qemu/smoke $(foreach d,$(DISK),--disk $(d)$(if $(CTRL),$(comma)if=$(CTRL))) $(foreach p,$(PCI),--pci $(p)) $(ARGS)
+	$(Q)[ -n "$(DISK)$(PCI)" ] || { echo "smoke: name DISK=/dev/sdX (CTRL=controller) or PCI=0000:03:00.0" >&2; exit 2; }
+	$(Q)qemu/smoke $(foreach d,$(DISK),--disk $(d)$(if $(CTRL),$(comma)if=$(CTRL))) $(foreach p,$(PCI),--pci $(p)) $(ARGS)
 
 bench: $(ISO) $(STAMPS)/virt-firmware ## image sizes; seconds to a shell: BIOS, UEFI, UEFI with Secure Boot on (median of 5, TCG)
-	@tests/bench-boot --iso $(ISO) --runs 5 --secureboot
+	$(Q)tests/bench-boot --iso $(ISO) --runs 5 --secureboot
 
 bench-fsck: $(STAMPS)/e2fsprogs-installed ## the image's e2fsck/debugfs against the host's: medians, ratios, sizes
-	@tests/bench-fsck $(E2FSPROGS_OBJ)
+	$(Q)tests/bench-fsck $(E2FSPROGS_OBJ)
 
 bench-scratch: $(STAMPS)/e2fsprogs-installed ## the image's e2fsck with its tables in RAM and in scratch files: medians, slowdown, peak memory
-	@tests/bench-scratch $(E2FSPROGS_OBJ)
+	$(Q)tests/bench-scratch $(E2FSPROGS_OBJ)
 
 bench-kernel: $(ISO) ## bzImage size, option count, build time, seconds to each controller's disk
-	@tests/bench-kernel
+	$(Q)tests/bench-kernel
 
 bench-io: $(ISO) $(SRC_OBJ)/host/iobench ## iobench's matrix in the image (TCG) and on a host loop device, side by side
-	@mkdir -p $(OUT)/bench
-	@tests/bench-io $(BENCH_IO_ARGS)
+	$(Q)mkdir -p $(OUT)/bench
+	$(Q)tests/bench-io $(BENCH_IO_ARGS)
 
 bench-assemble: $(ISO) ## storage tool sizes; seconds to the RAID1+LVM+LUKS2 stack assembled and checked (TCG)
-	@mkdir -p $(OUT)/bench
-	@tests/bench-assemble 3
+	$(Q)mkdir -p $(OUT)/bench
+	$(Q)tests/bench-assemble 3
 
 bench-crash: $(ISO) ## seconds to a crashed 1 GiB ext4's files through the RAM overlay vs plain mount -o ro (TCG)
-	@mkdir -p $(OUT)/bench
-	@tests/bench-crash 5
+	$(Q)mkdir -p $(OUT)/bench
+	$(Q)tests/bench-crash 5
 
 bench-consoles: $(ISO) ## seconds to a shell on each console kind; what an unanswered passphrase costs (TCG)
-	@mkdir -p $(OUT)/bench
-	@tests/bench-consoles 3
+	$(Q)mkdir -p $(OUT)/bench
+	$(Q)tests/bench-consoles 3
 
 bench-net: $(ISO) ## image size of the network; seconds to an ssh login and to a bare boot's report (TCG)
-	@tests/bench-net 3
+	$(Q)tests/bench-net 3
 
 bench-netboot: all ## sizes of out/netboot/; seconds to a shell on each network boot path, and to a fleet check's report (TCG)
-	@tests/bench-netboot 3
+	$(Q)tests/bench-netboot 3
 
 # Two clean builds from the same commit must give the same ISO, byte for byte.
-repro-check: | $(STAMPS)/host-deps ## build twice from clean (two folders, umask 022 and 077) and compare the ISOs
-	@tests/repro-check
+repro-check: | $(STAMPS)/host-deps ## build twice from clean, the second as another user in another folder, umask, locale and time zone, ccache off; compare (diffoscope on a difference)
+	$(Q)tests/repro-check
 
 SUITE ?= trixie
 check-fresh: | $(STAMPS)/host-deps ## build and test the current commit in a fresh Debian root: SUITE=bookworm|trixie
-	@scripts/fresh-chroot $(SUITE)
+	$(Q)scripts/fresh-chroot $(SUITE)

@@ -4,6 +4,7 @@ Every guest writes its whole serial log under out/test-logs/; the log of a
 passing test is removed, the log of a failing one stays. Timeouts are scaled
 by EXTRESCUE_TIMEOUT_SCALE, the one knob for slow machines.
 """
+import glob
 import os
 import re
 import socket
@@ -15,6 +16,21 @@ from pexpect import fdpexpect
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.environ.get("OUT", os.path.join(TOP, "out"))
+
+
+# The pins as one list, as make writes it from the lock files and gives it
+# (LOCK) to the scripts it runs; a test that runs one itself passes it.
+PIN_LIST = os.path.join(OUT, "stamps", "sources.lock")
+
+
+def lock_lines():
+    """The fields of every pin x86_64 builds with: package/*/NAME.lock and NAME.lock.amd64."""
+    paths = glob.glob(os.path.join(TOP, "package/*/*.lock")) + glob.glob(os.path.join(TOP, "package/*/*.lock.amd64"))
+    lines = []
+    for path in sorted(paths):
+        with open(path) as f:
+            lines += [line.split() for line in f if line.strip() and not line.startswith("#")]
+    return lines
 LOGS = os.path.join(OUT, "test-logs")
 RUN = os.path.join(TOP, "qemu", "run")
 SCALE = float(os.environ.get("EXTRESCUE_TIMEOUT_SCALE", "1"))

@@ -1,4 +1,5 @@
 """Checks of the build system itself: config check, download cache, messages."""
+import glob
 import hashlib
 import os
 import shutil
@@ -6,7 +7,7 @@ import subprocess
 
 import pytest
 
-from harness import OUT, TOP, host
+from harness import OUT, PIN_LIST, TOP, host, lock_lines
 
 LINUX_SRC = os.path.join(OUT, "build", "linux-src")
 
@@ -21,11 +22,9 @@ def sha256(path):
 
 
 def pin(name):
-    with open(os.path.join(TOP, "configs", "sources.lock")) as f:
-        for line in f:
-            fields = line.split()
-            if fields and fields[0] == name:
-                return fields
+    for fields in lock_lines():
+        if fields[0] == name:
+            return fields
 
 
 @pytest.mark.skipif(not os.path.isdir(LINUX_SRC), reason="needs the extracted kernel (run make)")
@@ -34,8 +33,8 @@ def test_config_check_fails_on_dropped_option(tmp_path):
     bad = tmp_path / "zz-dropped.config"
     bad.write_text("CONFIG_BLK_DEV_LOOP=y\nCONFIG_SND_HDA_INTEL=y\n")
     obj = tmp_path / "obj"
-    frags = " ".join(sorted(os.path.join(TOP, "configs/linux", f)
-                            for f in os.listdir(os.path.join(TOP, "configs/linux"))) + [str(bad)])
+    frags = " ".join(sorted(glob.glob(os.path.join(TOP, "package/linux/config/*.config")))
+                     + sorted(glob.glob(os.path.join(TOP, "package/linux/config/x86_64/*.config"))) + [str(bad)])
     # Stamps of its own (a copy, dates kept): the recipe stamp that names the
     # fragments must not change under the project's own build.
     stamps = tmp_path / "stamps"
@@ -60,7 +59,7 @@ def test_corrupt_cache_file_is_detected_and_replaced(tmp_path):
         f.seek(1000)
         f.write(b"\xff\xfe\xfd")
     bad_sum = sha256(dl / file)
-    env = dict(os.environ, DL_DIR=str(dl))
+    env = dict(os.environ, DL_DIR=str(dl), LOCK=PIN_LIST)
     r = host([os.path.join(TOP, "scripts/fetch"), name], cwd=TOP, env=env)
     assert f"expected sha256 {want}" in r.stderr and f"got {bad_sum}" in r.stderr, r.stderr
     assert r.returncode == 0, r.stderr
@@ -194,7 +193,7 @@ def test_a_tree_git_cannot_name_does_not_build(tmp_path):
     names itself in .tarball-version."""
     tree = tmp_path / "tree"
     tree.mkdir()
-    for f in ("Makefile", "mk", "arch", "configs", "scripts"):
+    for f in ("Makefile", "mk", "arch", "configs", "scripts", "package"):
         src = os.path.join(TOP, f)
         (shutil.copytree if os.path.isdir(src) else shutil.copy)(src, tree / f)
     r = host(["make", "--no-print-directory", "-C", str(tree), f"OUT={tmp_path}/out", "all"])
@@ -280,8 +279,9 @@ def test_a_pin_the_mirror_lost_comes_from_the_second_archive(tmp_path, second_ar
     root, url = second_archive
     fetch = os.path.join(TOP, "scripts/fetch")
     name, file, want = "lsscsi", pin("lsscsi")[5], pin("lsscsi")[6]
-    ours = host([fetch, name], cwd=TOP).stdout.strip()
-    pool = host([fetch, name, "main", "pool"], cwd=TOP).stdout.strip()
+    pins = dict(os.environ, LOCK=PIN_LIST)
+    ours = host([fetch, name], cwd=TOP, env=pins).stdout.strip()
+    pool = host([fetch, name, "main", "pool"], cwd=TOP, env=pins).stdout.strip()
     assert pool == f"pool/main/l/lsscsi/{file}"
     (root / pool).parent.mkdir(parents=True)
     shutil.copy(ours, root / pool)
@@ -304,6 +304,6 @@ def test_a_pin_the_mirror_lost_comes_from_the_second_archive(tmp_path, second_ar
 
     # Kept by its sha256: found with neither archive answering.
     (dl / file).unlink()
-    env.update(EXTRESCUE_CACHE=str(tmp_path / "cache"), EXTRESCUE_SNAPSHOT_MIRROR="http://127.0.0.1:9")
+    env.update(EXTRESCUE_CACHE=str(tmp_path / "cache"), EXTRESCUE_SNAPSHOT_MIRROR="http://127.0.0.1:9", LOCK=PIN_LIST)
     r = host([fetch, name], cwd=TOP, env=env)
     assert r.returncode == 0 and r.stdout.strip() == str(dl / file) and sha256(dl / file) == want, r.stderr

@@ -10,7 +10,7 @@ import tarfile
 
 import pytest
 
-from harness import OUT, TOP, host
+from harness import OUT, TOP, host, lock_lines
 
 BUILD = os.path.join(OUT, "build")
 STAMPS = os.path.join(OUT, "stamps")
@@ -26,9 +26,6 @@ def sha256(path):
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def lock_lines():
-    with open(os.path.join(TOP, "configs", "sources.lock")) as f:
-        return [line.split() for line in f if line.strip() and not line.startswith("#")]
 
 
 def tsv(path):
@@ -195,15 +192,15 @@ def test_a_change_to_one_component_rebuilds_only_it_and_the_image():
     before = {s: os.stat(os.path.join(STAMPS, s)).st_mtime_ns for s in watched}
     iso = [f for f in os.listdir(OUT) if f.endswith(".iso")][0]
     iso_before = os.stat(os.path.join(OUT, iso)).st_mtime_ns
-    files = {f: open(os.path.join(TOP, f)).read() for f in ("mk/mdadm.mk", "mk/pkg.mk")}
+    files = {f: open(os.path.join(TOP, f)).read() for f in ("package/mdadm/mdadm.mk", "mk/pkg.mk")}
     try:
         for f, text in files.items():
             with open(os.path.join(TOP, f), "w") as out:
                 out.write(text + "# a comment a reader added\n")
         assert make("-q", "all").returncode == 0, "a comment in a .mk file left work to do"
-        assert "-DNO_LIBUDEV\"" in files["mk/mdadm.mk"]
-        with open(os.path.join(TOP, "mk/mdadm.mk"), "w") as out:
-            out.write(files["mk/mdadm.mk"].replace("-DNO_LIBUDEV\"", "-DNO_LIBUDEV -DXR_REBUILD_TEST\""))
+        assert "-DNO_LIBUDEV\"" in files["package/mdadm/mdadm.mk"]
+        with open(os.path.join(TOP, "package/mdadm/mdadm.mk"), "w") as out:
+            out.write(files["package/mdadm/mdadm.mk"].replace("-DNO_LIBUDEV\"", "-DNO_LIBUDEV -DXR_REBUILD_TEST\""))
         r = make("all")
         assert r.returncode == 0, r.stderr
         after = {s: os.stat(os.path.join(STAMPS, s)).st_mtime_ns for s in watched}

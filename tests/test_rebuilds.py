@@ -57,7 +57,7 @@ def test_a_comment_in_a_mk_file_redoes_nothing(tree):
     make(tree, "version")
     before = stamps(tree)
     assert {"hdparm-recipe", "linux-recipe", "e2fsprogs-recipe", "src-flags", "loader-entries"} <= set(before)
-    for mk in ("mk/pkg.mk", "mk/hdparm.mk", "mk/linux.mk", "mk/src.mk", "Makefile"):
+    for mk in ("mk/pkg.mk", "package/hdparm/hdparm.mk", "package/linux/linux.mk", "mk/src.mk", "mk/toolchain.mk", "Makefile"):
         with open(tree / mk, "a") as f:
             f.write("# a comment a reader added\n")
     make(tree, "version")
@@ -71,7 +71,7 @@ def test_a_comment_in_a_mk_file_redoes_nothing(tree):
 def test_a_changed_flag_redoes_that_package_only(tree):
     make(tree, "version")
     before = stamps(tree)
-    edit(tree / "mk/hdparm.mk", 'CFLAGS="-O2 ', 'CFLAGS="-Os ')
+    edit(tree / "package/hdparm/hdparm.mk", 'CFLAGS="$(TARGET_CFLAGS)"', 'CFLAGS="$(TARGET_CFLAGS) -Os"')
     make(tree, "version")
     after = stamps(tree)
     changed = sorted(n for n in after if after[n] != before.get(n))
@@ -81,16 +81,27 @@ def test_a_changed_flag_redoes_that_package_only(tree):
     # --host comes from the architecture's file: changing it there redoes the packages that name it.
     edit(tree / "arch/x86_64.mk", "GNU_TRIPLET := x86_64-linux-musl", "GNU_TRIPLET := x86_64-unknown-linux-musl")
     make(tree, "version")
+    stamps_before_cflags = stamps(tree)
     redone = sorted(n for n, v in stamps(tree).items() if v != after.get(n))
-    assert {"dosfstools-recipe", "dropbear-recipe", "lsscsi-recipe", "sg3-utils-recipe"} <= set(redone), redone
+    assert {"dosfstools-recipe", "dropbear-recipe", "lsscsi-recipe", "sg3-utils-recipe", "e2fsprogs-recipe",
+            "util-linux-recipe", "lvm2-recipe", "popt-recipe"} <= set(redone), redone
     assert "linux-recipe" not in redone and "busybox-recipe" not in redone, redone
+    # The toolchain's flags reach the cmake and meson packages through their files.
+    edit(tree / "mk/toolchain.mk", "TARGET_CFLAGS := -O2 ", "TARGET_CFLAGS := -Os ")
+    make(tree, "version")
+    again = stamps(tree)
+    redone = sorted(n for n, v in again.items() if v != stamps_before_cflags.get(n))
+    assert {"toolchain.cmake", "toolchain.meson", "hdparm-recipe", "e2fsprogs-recipe"} <= set(redone), redone
+    assert b"-Os" in again["toolchain.cmake"][1] and b"'-Os'" in again["toolchain.meson"][1]
+    assert f"{tree}/out/stamps/toolchain.cmake" in prerequisites(tree, f"{tree}/out/stamps/json-c-configured")
+    assert f"{tree}/out/stamps/toolchain.meson" in prerequisites(tree, f"{tree}/out/stamps/cryptsetup-configured")
 
 
 def test_a_fragment_taken_away_reconfigures_the_kernel(tree):
     make(tree, "version")
     before = stamps(tree)["linux-recipe"]
-    assert b"configs/linux/usb.config" in before[1]
-    (tree / "configs/linux/usb.config").unlink()
+    assert b"package/linux/config/usb.config" in before[1]
+    (tree / "package/linux/config/usb.config").unlink()
     make(tree, "version")
     after = stamps(tree)["linux-recipe"]
     assert after[0] != before[0] and b"usb.config" not in after[1]
@@ -107,3 +118,18 @@ def test_changed_cflags_rebuild_src_and_nothing_else(tree):
     make(tree, tool, "HOST_TOOL_CFLAGS=-O1 -Wall -Wextra -Werror")
     assert os.stat(tool).st_mtime_ns != built, "new flags did not rebuild src/"
     assert b"-O1" in (tree / "out/stamps/src-flags").read_bytes()
+
+
+def test_v1_shows_the_commands_and_changes_no_stamp(tree):
+    """V=1 shows each command a step runs (Kbuild's $(Q)); without it only
+    what the step is doing. Neither is part of what a package's build does."""
+    make(tree, "version")
+    before = stamps(tree)
+    sysroot = f"{tree}/out/stamps/sysroot"
+    quiet = make(tree, sysroot)
+    assert "mkdir -p" not in quiet.stdout, quiet.stdout
+    os.unlink(sysroot)
+    loud = make(tree, "V=1", sysroot)
+    assert f"mkdir -p {tree}/out/build/sysroot/include" in loud.stdout, loud.stdout
+    after = stamps(tree)
+    assert {n: v for n, v in after.items() if n != "sysroot"} == {n: v for n, v in before.items() if n != "sysroot"}

@@ -1,0 +1,80 @@
+# The target's toolchain, named once: every package's recipe uses these and
+# never a tool by its own name, so another architecture (arch/NAME.mk sets
+# TARGET_CROSS and GNU_TRIPLET) changes no package file.
+#
+# C for the image is musl's, static: musl-gcc with the pinned kernel's UAPI
+# headers (it passes -nostdinc). C++ has no musl libstdc++ in Debian, so the
+# C++ programs link the target's glibc and libstdc++ statically.
+KHEADERS := $(BUILD)/kheaders
+TARGET_CC := musl-gcc -isystem $(KHEADERS)/include
+TARGET_CXX := $(TARGET_CROSS)g++
+# configure's --host for the C++ programs (they link the target's glibc).
+TARGET_CXX_TRIPLET := $(GNU_TRIPLET_GLIBC)
+TARGET_AR := $(TARGET_CROSS)ar
+TARGET_RANLIB := $(TARGET_CROSS)ranlib
+TARGET_STRIP := $(TARGET_CROSS)strip
+# -ffunction-sections + --gc-sections drop the library code a static binary
+# does not call; PREFIX_MAP keeps build paths out of it.
+TARGET_CFLAGS := -O2 -ffunction-sections -fdata-sections $(PREFIX_MAP)
+TARGET_LDFLAGS := -static -Wl,--gc-sections
+# What an autoconf configure is given besides CC and the flags: the target's
+# binutils (configure would look for GNU_TRIPLET-ar, which no host has).
+TARGET_CONFIGURE_TOOLS := AR="$(TARGET_AR)" RANLIB="$(TARGET_RANLIB)" STRIP="$(TARGET_STRIP)"
+
+# Static libraries the storage tools (lvm2, cryptsetup) link, built with musl
+# into one private sysroot so nothing of the host's leaks into the image.
+SYSROOT := $(BUILD)/sysroot
+SYSROOT_PC := $(SYSROOT)/lib/pkgconfig
+# The sysroot's own pkg-config files only; none of the host's.
+SYSROOT_ENV := PKG_CONFIG_LIBDIR=$(SYSROOT_PC) PKG_CONFIG_PATH= LIBRARY_PATH=$(SYSROOT)/lib
+STORAGE_CFLAGS := $(TARGET_CFLAGS) -isystem $(SYSROOT)/include
+STORAGE_LDFLAGS := -L$(SYSROOT)/lib -Wl,--gc-sections
+STORAGE_LIB_DEPENDENCIES := $(STAMPS)/sysroot $(STAMPS)/linux-headers
+
+$(STAMPS)/sysroot: | $(BUILD)
+	$(Q)mkdir -p $(SYSROOT)/include $(SYSROOT_PC)
+	$(Q)touch $@
+
+# The package flavours: the configure line of a build system, with the
+# target's compiler, flags and triplet, for a package's CONFIGURE_CMDS.
+# $(call autotools_configure,NAME,P,OPTIONS[,ENV]): configure in P_OBJ (as
+# ./configure for a package built in its source tree). ENV comes last, so a
+# package's own CC or flags there win.
+autotools_configure = $(Q)cd $($(2)_OBJ) && CC="$(TARGET_CC)" CFLAGS="$(TARGET_CFLAGS)" \
+	LDFLAGS="$(TARGET_LDFLAGS)" $(TARGET_CONFIGURE_TOOLS) $(4) $(TOP)/scripts/logged $(1) configure \
+	$($(2)_OBJ)/configure.log $(if $(filter $($(2)_SRC),$($(2)_OBJ)),./configure,$($(2)_SRC)/configure) \
+	--host=$(GNU_TRIPLET) $(3)
+# $(call cmake_configure,NAME,P,OPTIONS): cmake in P_OBJ, the target named by
+# the toolchain file below.
+cmake_configure = $(Q)cd $($(2)_OBJ) && $(TOP)/scripts/logged $(1) configure $($(2)_OBJ)/cmake.log \
+	cmake $($(2)_SRC) -DCMAKE_TOOLCHAIN_FILE=$(CMAKE_TOOLCHAIN_FILE) $(3)
+# $(call meson_configure,NAME,P,OPTIONS): meson setup of P_OBJ (meson makes
+# the folder itself), its compilers from the machine file below.
+meson_configure = $(Q)rm -rf $($(2)_OBJ) && $(SYSROOT_ENV) $(TOP)/scripts/logged $(1) configure \
+	$($(2)_SRC)/meson.log meson setup --$(MESON_MACHINE_KIND)-file $(MESON_MACHINE_FILE) $($(2)_OBJ) $($(2)_SRC) $(3)
+
+# cmake and meson read the toolchain from a file; both are written from the
+# variables above (write_if_changed), so a changed tool or flag reconfigures.
+# On x86_64 the build machine runs the target's programs, so meson's file is
+# a native one; an architecture with TARGET_CROSS set gets a cross file.
+CMAKE_TOOLCHAIN_FILE := $(STAMPS)/toolchain.cmake
+define CMAKE_TOOLCHAIN_TEXT
+set(CMAKE_C_COMPILER $(firstword $(TARGET_CC)))
+set(CMAKE_C_FLAGS_INIT "$(wordlist 2,99,$(TARGET_CC)) $(STORAGE_CFLAGS)")
+set(CMAKE_AR $(TARGET_AR))
+set(CMAKE_RANLIB $(TARGET_RANLIB))
+endef
+$(call write_if_changed,$(CMAKE_TOOLCHAIN_FILE),$(CMAKE_TOOLCHAIN_TEXT))
+meson_list = [$(subst $(space),$(comma) ,$(foreach w,$(1),'$(w)'))]
+MESON_MACHINE_FILE := $(STAMPS)/toolchain.meson
+MESON_MACHINE_KIND := $(if $(TARGET_CROSS),cross,native)
+define MESON_MACHINE_TEXT
+[binaries]
+c = $(call meson_list,$(TARGET_CC))
+ar = '$(TARGET_AR)'
+strip = '$(TARGET_STRIP)'
+[built-in options]
+c_args = $(call meson_list,$(STORAGE_CFLAGS))
+c_link_args = $(call meson_list,$(STORAGE_LDFLAGS))
+endef
+$(call write_if_changed,$(MESON_MACHINE_FILE),$(MESON_MACHINE_TEXT))

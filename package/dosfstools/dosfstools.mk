@@ -1,0 +1,19 @@
+# dosfstools: fsck.fat and mkfs.fat, for the EFI system partition that went
+# down with a failing disk; static with musl (its iconv for the code pages).
+
+DOSFSTOOLS_OBJ := $(BUILD)/dosfstools
+DOSFSTOOLS_DEPENDENCIES := $(STAMPS)/linux-headers
+DOSFSTOOLS_LICENSE := GPL-3.0-or-later
+DOSFSTOOLS_LICENSE_FILES := COPYING
+DOSFSTOOLS_CONFIGURE_CMDS = $(call autotools_configure,dosfstools,DOSFSTOOLS,--without-udev)
+define DOSFSTOOLS_BUILD_CMDS
+	$(Q)scripts/logged dosfstools build $(DOSFSTOOLS_OBJ)/build.log $(MAKE) -C $(DOSFSTOOLS_OBJ)/src $(SUBMAKE_J) fsck.fat mkfs.fat fatlabel
+endef
+# The names distributions use, so `fsck -t vfat` and scripts find them.
+define DOSFSTOOLS_INSTALL_CMDS
+	$(Q)mkdir -p $(DOSFSTOOLS_ROOT)/sbin
+	$(Q)for p in fsck.fat mkfs.fat fatlabel; do $(TARGET_STRIP) --strip-all -o $(DOSFSTOOLS_ROOT)/sbin/$$p $(DOSFSTOOLS_OBJ)/src/$$p || exit 1; done
+	$(Q)for a in fsck.vfat fsck.msdos dosfsck; do ln -s fsck.fat $(DOSFSTOOLS_ROOT)/sbin/$$a; done
+	$(Q)for a in mkfs.vfat mkfs.msdos mkdosfs; do ln -s mkfs.fat $(DOSFSTOOLS_ROOT)/sbin/$$a; done
+endef
+$(eval $(call package,dosfstools,DOSFSTOOLS))

@@ -1,0 +1,19 @@
+# GPT fdisk: gdisk (interactive, with its recovery menu), sgdisk (scriptable:
+# verify, rebuild the primary header and table from the backup, convert MBR)
+# and fixparts (MBR repair). C++, so static with the host's glibc and
+# libstdc++ like ddrescue (package/gddrescue); libuuid and popt (sgdisk's
+# command line) are the host's static libraries (uuid-dev, libpopt-dev).
+# cgdisk is left out: it needs ncurses and adds nothing sgdisk cannot do.
+
+GDISK_LICENSE := GPL-2.0-or-later
+GDISK_LICENSE_FILES := COPYING
+define GDISK_BUILD_CMDS
+	$(Q)scripts/logged gdisk build $(GDISK_SRC)/build.log $(MAKE) -C $(GDISK_SRC) $(SUBMAKE_J) TARGET=linux CXX="$(TARGET_CXX)" \
+	  CXXFLAGS="-O2 -Wall -D_FILE_OFFSET_BITS=64 -ffunction-sections -fdata-sections $(PREFIX_MAP)" \
+	  LDFLAGS="$(TARGET_LDFLAGS)" gdisk sgdisk fixparts
+endef
+define GDISK_INSTALL_CMDS
+	$(Q)mkdir -p $(GDISK_ROOT)/usr/sbin
+	$(Q)for p in gdisk sgdisk fixparts; do $(TARGET_STRIP) --strip-all -o $(GDISK_ROOT)/usr/sbin/$$p $(GDISK_SRC)/$$p || exit 1; done
+endef
+$(eval $(call package,gdisk,GDISK))

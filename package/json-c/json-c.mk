@@ -1,0 +1,12 @@
+# json-c: LUKS2 keeps its metadata as JSON. Pinned as upstream.
+JSON_C_OBJ := $(BUILD)/json-c
+JSON_C_DEPENDENCIES := $(STORAGE_LIB_DEPENDENCIES) $(CMAKE_TOOLCHAIN_FILE)
+JSON_C_LICENSE := MIT
+JSON_C_LICENSE_FILES := COPYING
+JSON_C_CONFIGURE_CMDS = $(call cmake_configure,json-c,JSON_C,-DCMAKE_INSTALL_PREFIX=$(SYSROOT) \
+	-DCMAKE_INSTALL_LIBDIR=lib -DBUILD_SHARED_LIBS=OFF -DBUILD_STATIC_LIBS=ON -DBUILD_TESTING=OFF \
+	-DBUILD_APPS=OFF -DDISABLE_WERROR=ON -DCMAKE_BUILD_TYPE=Release)
+define JSON_C_BUILD_CMDS
+	$(Q)scripts/logged json-c build $(JSON_C_OBJ)/build.log $(MAKE) -C $(JSON_C_OBJ) $(SUBMAKE_J) install
+endef
+$(eval $(call package,json-c,JSON_C))

@@ -1,0 +1,85 @@
+# Linux: the pinned upstream tarball + kernel-patches/series + config fragments.
+# Debian's kernel patches are distribution plumbing, so the pin is upstream.
+
+LINUX_OBJ := $(BUILD)/linux
+LINUX_PATCH_DIR := kernel-patches
+# Fragments for every architecture, then the target's own (package/linux/config/ARCH/).
+LINUX_FRAGMENTS := $(sort $(wildcard package/linux/config/*.config)) \
+	$(sort $(wildcard package/linux/config/$(EXTRESCUE_ARCH)/*.config))
+LINUX_DEPENDENCIES := $(LINUX_FRAGMENTS) scripts/kconfig-check
+LINUX_LICENSE := GPL-2.0-only WITH Linux-syscall-note
+LINUX_LICENSE_FILES := COPYING LICENSES/preferred/GPL-2.0 LICENSES/exceptions/Linux-syscall-note
+BZIMAGE := $(LINUX_OBJ)/$(KERNEL_IMAGE)
+LINUX_MAKE = $(MAKE) -C $(LINUX_SRC) O=$(LINUX_OBJ) ARCH=$(KERNEL_ARCH) \
+	CROSS_COMPILE=$(TARGET_CROSS) CC="$(strip $(CCACHE) $(TARGET_CROSS)gcc)" HOSTCC="$(strip $(CCACHE) gcc)" \
+	KBUILD_BUILD_TIMESTAMP=@$(SOURCE_DATE_EPOCH) KBUILD_BUILD_USER=extrescue \
+	KBUILD_BUILD_HOST=extrescue KBUILD_BUILD_VERSION=1
+
+# tinyconfig + fragments, then a check that no requested option was dropped.
+define LINUX_CONFIGURE_CMDS
+	$(Q)echo "linux: configuring from $(words $(LINUX_FRAGMENTS)) fragments"
+	$(Q)$(MAKE) -s --no-print-directory $(LINUX_OBJ)/.config
+endef
+define LINUX_MERGE_CONFIG_CMDS
+	$(Q)mkdir -p $(LINUX_OBJ)
+	$(Q)$(LINUX_MAKE) -s tinyconfig >/dev/null
+	$(Q)cd $(LINUX_OBJ) && $(LINUX_SRC)/scripts/kconfig/merge_config.sh -m .config $(abspath $(LINUX_FRAGMENTS)) >/dev/null
+	$(Q)$(LINUX_MAKE) -s olddefconfig
+	$(Q)scripts/kconfig-check $@ $(LINUX_FRAGMENTS) || { mv $@ $@.rejected; exit 1; }
+endef
+# The recipe stamp holds the fragment list and these commands: a fragment
+# taken away reconfigures too (a date cannot say that a file is gone).
+LINUX_RECIPE_EXTRA = $(LINUX_MERGE_CONFIG_CMDS)
+$(LINUX_OBJ)/.config: $(STAMPS)/linux-patched $(LINUX_DEPENDENCIES) $(STAMPS)/linux-recipe
+	$(LINUX_MERGE_CONFIG_CMDS)
+
+define LINUX_BUILD_CMDS
+	$(Q)start=$$(date +%s); scripts/logged linux build $(LINUX_OBJ)/build.log $(LINUX_MAKE) $(SUBMAKE_J) $(notdir $(KERNEL_IMAGE)) && \
+	 echo "$$(( $$(date +%s) - start ))" > $(LINUX_OBJ)/build-seconds
+endef
+# No loadable modules: everything is built in. modules.builtin tells
+# modprobe so, and tools that modprobe a target first (lvm for dm-cache's
+# policy, dm-raid, dm-thin) then go on instead of failing.
+define LINUX_INSTALL_CMDS
+	$(Q)release=$$(cat $(LINUX_OBJ)/include/config/kernel.release) && \
+	 mkdir -p $(LINUX_ROOT)/lib/modules/$$release && \
+	 cp $(LINUX_OBJ)/modules.builtin $(LINUX_ROOT)/lib/modules/$$release/ && \
+	 : > $(LINUX_ROOT)/lib/modules/$$release/modules.dep
+endef
+$(eval $(call package,linux,LINUX))
+# The kernel carries the build date.
+$(STAMPS)/linux-built: $(EPOCH_STAMP)
+
+# Kernel UAPI headers for the musl builds (musl-gcc passes -nostdinc). Every
+# musl component depends on them, so they are redone only when the pin or a
+# patch touching a uapi header changes, not for every change of the series.
+LINUX_UAPI_STAMP := $(STAMPS)/linux-uapi-patches
+LINUX_UAPI_PATCHES := $(shell grep -l '^+++ .*include/uapi/' $(LINUX_PATCH_DIR)/*.patch 2>/dev/null)
+$(call write_if_changed,$(LINUX_UAPI_STAMP),$(shell sha256sum $(LINUX_UAPI_PATCHES) /dev/null))
+$(STAMPS)/linux-headers: $(call pin_stamp,linux) $(LINUX_UAPI_STAMP) | $(STAMPS)/linux-patched
+	$(Q)rm -rf $(KHEADERS)
+	$(Q)$(MAKE) -s -C $(LINUX_SRC) O=$(BUILD)/linux-hdr ARCH=$(KERNEL_ARCH) headers_install INSTALL_HDR_PATH=$(KHEADERS) >/dev/null
+	$(Q)touch $@
+
+# The kernel's own cpio generator, built for the host.
+GEN_INIT_CPIO := $(BUILD)/tools/gen_init_cpio
+$(GEN_INIT_CPIO): $(STAMPS)/linux-patched
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -O2 -o $@ $(LINUX_SRC)/usr/gen_init_cpio.c
+
+# menuconfig edits a copy; what changed against the merged config goes into
+# a fragment, so the next build merges and checks it like every other option
+# (an edit of the build's .config would ship unchecked and vanish at the next
+# reconfigure).
+LINUX_MENUCONFIG_FRAGMENT := package/linux/config/menuconfig.config
+.PHONY: linux-menuconfig
+linux-menuconfig: $(STAMPS)/linux-configured ## edit the kernel config; the changes go to package/linux/config/menuconfig.config
+	$(Q)rm -rf $(BUILD)/linux-menuconfig && mkdir -p $(BUILD)/linux-menuconfig
+	$(Q)cp $(LINUX_OBJ)/.config $(BUILD)/linux-menuconfig/.config
+	$(Q)$(MAKE) -C $(LINUX_SRC) O=$(BUILD)/linux-menuconfig ARCH=$(KERNEL_ARCH) menuconfig
+	$(Q)$(LINUX_SRC)/scripts/diffconfig -m $(LINUX_OBJ)/.config $(BUILD)/linux-menuconfig/.config > $(BUILD)/linux-menuconfig/diff
+	$(Q)if [ -s $(BUILD)/linux-menuconfig/diff ]; then \
+	  { [ -f $(LINUX_MENUCONFIG_FRAGMENT) ] || echo "# Options set with make linux-menuconfig (scripts/diffconfig against the merged config)."; \
+	    cat $(BUILD)/linux-menuconfig/diff; } >> $(LINUX_MENUCONFIG_FRAGMENT); \
+	  echo "linux: $$(wc -l < $(BUILD)/linux-menuconfig/diff) changed options added to $(LINUX_MENUCONFIG_FRAGMENT); make merges and checks them"; \
+	else echo "linux: menuconfig changed nothing"; fi

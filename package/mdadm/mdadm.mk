@@ -1,0 +1,16 @@
+# mdadm: assembles md RAID arrays; static with musl (patches/series), no udev (mdadm then
+# makes its own device nodes), no cluster (corosync/dlm) support. Pinned as upstream (see the lock).
+
+MDADM_DEPENDENCIES := $(STAMPS)/linux-headers
+MDADM_LICENSE := GPL-2.0-or-later
+MDADM_LICENSE_FILES := COPYING
+define MDADM_BUILD_CMDS
+	$(Q)scripts/logged mdadm build $(MDADM_SRC)/build.log $(MAKE) -C $(MDADM_SRC) $(SUBMAKE_J) CC="$(TARGET_CC)" \
+	  CXFLAGS="$(TARGET_CFLAGS) -DNO_LIBUDEV" LDFLAGS="$(TARGET_LDFLAGS)" \
+	  COROSYNC="-DNO_COROSYNC" DLM="-DNO_DLM" mdadm
+endef
+define MDADM_INSTALL_CMDS
+	$(Q)mkdir -p $(MDADM_ROOT)/sbin
+	$(Q)$(TARGET_STRIP) --strip-all -o $(MDADM_ROOT)/sbin/mdadm $(MDADM_SRC)/mdadm
+endef
+$(eval $(call package,mdadm,MDADM))

@@ -1,0 +1,20 @@
+# sg3_utils: SCSI commands through the SG_IO pass-through (inquiry, capacity,
+# test unit ready, log and VPD pages) for disks behind SAS HBAs and RAID
+# controllers; static with musl. Only the programs a failing-disk triage
+# uses are installed. libtool needs -all-static for a static link.
+
+SG3_UTILS_OBJ := $(BUILD)/sg3-utils
+SG3_UTILS_DEPENDENCIES := $(STAMPS)/linux-headers
+SG3_UTILS_LICENSE := BSD-2-Clause AND GPL-2.0-or-later
+SG3_UTILS_LICENSE_FILES := COPYING BSD_LICENSE
+SG3_UTILS_PROGRAMS := sg_inq sg_readcap sg_turs sg_logs sg_vpd sg_sat_identify sg_senddiag sg_requests
+SG3_UTILS_CONFIGURE_CMDS = $(call autotools_configure,sg3-utils,SG3_UTILS,--disable-shared --enable-static,LDFLAGS=)
+define SG3_UTILS_BUILD_CMDS
+	$(Q)scripts/logged sg3-utils build $(SG3_UTILS_OBJ)/build.log $(MAKE) -C $(SG3_UTILS_OBJ) $(SUBMAKE_J) \
+	  LDFLAGS="-all-static -Wl,--gc-sections"
+endef
+define SG3_UTILS_INSTALL_CMDS
+	$(Q)mkdir -p $(SG3_UTILS_ROOT)/usr/bin
+	$(Q)for p in $(SG3_UTILS_PROGRAMS); do $(TARGET_STRIP) --strip-all -o $(SG3_UTILS_ROOT)/usr/bin/$$p $(SG3_UTILS_OBJ)/src/$$p || exit 1; done
+endef
+$(eval $(call package,sg3-utils,SG3_UTILS))
