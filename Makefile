@@ -7,6 +7,9 @@ SHELL := /bin/bash
 .DELETE_ON_ERROR:
 
 TOP := $(CURDIR)
+# The target: arch/$(EXTRESCUE_ARCH).mk says what differs between
+# architectures; each builds into a folder of its own, out/ARCH/.
+EXTRESCUE_ARCH ?= x86_64
 comma := ,
 empty :=
 space := $(empty) $(empty)
@@ -17,7 +20,7 @@ endef
 # V=1 shows every command (Kbuild's $(Q)); never part of a recipe stamp.
 Q = $(if $(RECIPE_TEXT),@,$(if $(filter 1,$(V)),,@))
 export V
-OUT ?= $(TOP)/out
+OUT ?= $(TOP)/out/$(EXTRESCUE_ARCH)
 BUILD := $(OUT)/build
 STAMPS := $(OUT)/stamps
 EXTRESCUE_CACHE ?= $(HOME)/.cache/extrescue
@@ -66,8 +69,6 @@ $(error extrescue: git cannot name the commit of $(TOP) ($(or $(shell git -C "$(
 endif
 endif
 
-# The target: arch/$(EXTRESCUE_ARCH).mk says what differs between architectures.
-EXTRESCUE_ARCH ?= x86_64
 $(if $(wildcard $(TOP)/arch/$(EXTRESCUE_ARCH).mk),,$(error extrescue: no arch/$(EXTRESCUE_ARCH).mk; EXTRESCUE_ARCH is one of: $(basename $(notdir $(wildcard $(TOP)/arch/*.mk)))))
 include $(TOP)/arch/$(EXTRESCUE_ARCH).mk
 export DEBIAN_ARCH
@@ -94,6 +95,10 @@ pin = $(shell awk '$$1 == "$(1)" {print $$$(2)}' $(LOCK))
 # A compiler cache outside the tree, as Buildroot's BR2_CCACHE: a fresh clone
 # (CI) or a config change recompiles only what changed. Paths under TOP are
 # hashed relative, so another clone folder still hits. EXTRESCUE_CCACHE=0: off.
+# ccache passes those relative paths on to the compiler, where they reach
+# __FILE__: the kernel maps its relative form as it maps the absolute one, and
+# e2fsprogs, whose build folders lie at several depths, is cached by absolute
+# path (make repro-check builds once with ccache off to hold both to it).
 EXTRESCUE_CCACHE ?= 1
 CCACHE := $(if $(filter 1,$(EXTRESCUE_CCACHE)),ccache)
 export CCACHE_DIR ?= $(EXTRESCUE_CACHE)/ccache
@@ -193,6 +198,7 @@ update-pins: | $(STAMPS)/host-deps ## re-resolve each pin to the newest version 
 .PHONY: clean
 clean: ## remove build outputs (keeps the download cache)
 	rm -rf "$(OUT)"
+	rm -f $(ISO_LINKS)
 
 # The Secure Boot key cannot be made again: every medium signed with it
 # needs it enrolled, so distclean leaves it and says where.

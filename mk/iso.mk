@@ -27,6 +27,10 @@ $(ESP_IMG): $(STAMPS)/shim-debs $(SIGNED_BOOTLOADER) $(SIGNED_UKI) $(MOK_CER) \
 	$(Q)cp iso/loader/entries/*.conf $(ESP_STAGE)/loader/entries/
 	$(Q)iso/build-esp $@ $(ESP_STAGE)
 
+# The ISO is also out/extrescue-VERSION-ARCH.iso, a link into out/ARCH/, so
+# out/*.iso names every architecture's image (dd and QEMU follow the link).
+ISO_LINK := $(if $(filter $(TOP)/out/$(EXTRESCUE_ARCH),$(OUT)),$(TOP)/out/$(notdir $(ISO)))
+ISO_LINKS := $(if $(ISO_LINK),$(TOP)/out/extrescue-*-$(EXTRESCUE_ARCH).iso)
 $(ISO): $(ESP_IMG) $(ISO_INPUTS)
 	$(Q)rm -rf $(ISO_STAGE) && mkdir -p $(ISO_STAGE)/isolinux $(ISO_STAGE)/boot
 	$(Q)cp $(BOOT_DEBS)/usr/lib/ISOLINUX/isolinux.bin $(ISO_STAGE)/isolinux/
@@ -39,6 +43,7 @@ $(ISO): $(ESP_IMG) $(ISO_INPUTS)
 	$(Q)scripts/licenses-index $(COMPONENTS) > $(ISO_STAGE)/LICENSES
 	$(Q)rm -f $(OUT)/extrescue-*-$(EXTRESCUE_ARCH).iso
 	$(Q)iso/build-iso $@ $(ISO_STAGE) $(BOOT_DEBS)/usr/lib/ISOLINUX/isohdpfx.bin
+	$(Q)$(if $(ISO_LINK),rm -f $(ISO_LINKS) && ln -s $(EXTRESCUE_ARCH)/$(notdir $@) $(ISO_LINK))
 	$(Q)VERSION=$(VERSION) LINUX_CONFIG=$(LINUX_OBJ)/.config ESP_STAGE=$(ESP_STAGE) scripts/manifest $(COMPONENTS) \
 	  $(foreach p,$(PACKAGES),$(p)=$($(PKG_VAR_$(p))_SRC)) > $(MANIFEST)
 	$(Q)echo "iso: $@ ($$(stat -c %s $@) bytes)"

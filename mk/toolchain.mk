@@ -35,6 +35,15 @@ $(STAMPS)/sysroot: | $(BUILD)
 	$(Q)mkdir -p $(SYSROOT)/include $(SYSROOT_PC)
 	$(Q)touch $@
 
+# $(call make_build,NAME,P,ARGUMENTS): the package's own Makefile run in
+# P_OBJ on make's share of jobs, its output in build.log.
+make_build = $(Q)scripts/logged $(1) build $($(2)_OBJ)/build.log $(MAKE) -C $($(2)_OBJ) $(SUBMAKE_J) $(3)
+
+# $(call install_stripped,P,DIR,FILES): each FILE (a path under P_OBJ)
+# stripped into P_ROOT/DIR under its own name.
+install_stripped = $(Q)mkdir -p $($(1)_ROOT)/$(2) && $(foreach f,$(3),\
+	$(TARGET_STRIP) --strip-all -o $($(1)_ROOT)/$(2)/$(notdir $(f)) $($(1)_OBJ)/$(f) &&) true
+
 # The package flavours: the configure line of a build system, with the
 # target's compiler, flags and triplet, for a package's CONFIGURE_CMDS.
 # $(call autotools_configure,NAME,P,OPTIONS[,ENV]): configure in P_OBJ (as

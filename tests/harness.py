@@ -1,6 +1,6 @@
 """Boots extrescue through qemu/run and drives its shell on the serial console.
 
-Every guest writes its whole serial log under out/test-logs/; the log of a
+Every guest writes its whole serial log under out/<arch>/test-logs/; the log of a
 passing test is removed, the log of a failing one stays. Timeouts are scaled
 by EXTRESCUE_TIMEOUT_SCALE, the one knob for slow machines.
 """
@@ -15,7 +15,7 @@ import pexpect
 from pexpect import fdpexpect
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OUT = os.environ.get("OUT", os.path.join(TOP, "out"))
+OUT = os.environ.get("OUT", os.path.join(TOP, "out", os.environ.get("EXTRESCUE_ARCH", "x86_64")))
 
 
 # The pins as one list, as make writes it from the lock files and gives it

@@ -106,7 +106,7 @@ def cached(name, tarball, build, scratch):
             try:
                 layout, sums = build(tmp)
             except BaseException:
-                shutil.rmtree(tmp, ignore_errors=True)     # its guests' logs stay in out/test-logs
+                shutil.rmtree(tmp, ignore_errors=True)     # its guests' logs stay in out/<arch>/test-logs
                 raise
             with open(os.path.join(tmp, "layout.json"), "w") as f:
                 json.dump({"layout": _relative(layout, tmp), "sums": sums}, f)

@@ -222,7 +222,7 @@ def build(folder, guest_factory, firmware="bios"):
 def build_once(tmp_path_factory, name, builder):
     """Server NAME for a module's scenarios to copy: from the image cache
     (tests/image_cache.py), or built by BUILDER(folder, guest_factory) with
-    its guests killed whatever happens (their logs kept in out/test-logs/
+    its guests killed whatever happens (their logs kept in out/<arch>/test-logs/
     when it fails); prints the seconds it took. Returns (layout, {path: sha256})."""
     slug = "".join(c if c.isalnum() else "-" for c in name)
 

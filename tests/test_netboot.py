@@ -1,4 +1,4 @@
-"""Network boot from out/netboot (make netboot) under QEMU user networking:
+"""Network boot from out/<arch>/netboot (make netboot) under QEMU user networking:
 BIOS PXE by TFTP, lpxelinux fetching by HTTP, UEFI PXE and UEFI HTTP boot of
 the unified image, iPXE chaining extrescue.ipxe, and a fleet of three guests
 checked unattended from one tree, each sending its report. The test servers

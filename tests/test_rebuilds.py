@@ -133,3 +133,18 @@ def test_v1_shows_the_commands_and_changes_no_stamp(tree):
     assert f"mkdir -p {tree}/out/build/sysroot/include" in loud.stdout, loud.stdout
     after = stamps(tree)
     assert {n: v for n, v in after.items() if n != "sysroot"} == {n: v for n, v in before.items() if n != "sysroot"}
+
+
+def test_a_package_is_one_folder(tree):
+    """Each component is package/NAME/: its .mk, its lock file, its patches;
+    no *-patches folder is left at the top. A new package's .mk that the
+    Makefile's order does not name stops make with one line saying so."""
+    assert not [d for d in os.listdir(tree) if d.endswith("-patches") and d != "kernel-patches"]
+    for name in os.listdir(tree / "package"):
+        files = os.listdir(tree / "package" / name)
+        assert [f for f in files if f.startswith(f"{name}.lock")], f"package/{name} has no lock file"
+        assert not [f for f in files if f.endswith(".mk") and f != f"{name}.mk"], files
+    (tree / "package/zz-new").mkdir()
+    (tree / "package/zz-new/zz-new.mk").write_text("# a package a reader added\n")
+    r = host(["make", "--no-print-directory", "-C", str(tree), f"OUT={tree}/out", "version"])
+    assert r.returncode != 0 and "package/zz-new/zz-new.mk is not in PACKAGE_ORDER" in r.stderr, r.stderr

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Where the minutes of `make test` go: each test's seconds (setup, call and
-teardown), written by conftest.py at the end of a run to out/test-times.tsv,
+teardown), written by conftest.py at the end of a run to out/<arch>/test-times.tsv,
 and read back here for the table `make test` ends with (`make test-times`
 prints it again). The modules' totals also order the next run, slowest
 first; tests/durations holds them for a tree that has not run yet
@@ -11,7 +11,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-OUT = os.environ.get("OUT", os.path.join(os.path.dirname(HERE), "out"))
+OUT = os.environ.get("OUT", os.path.join(os.path.dirname(HERE), "out", os.environ.get("EXTRESCUE_ARCH", "x86_64")))
 TIMES = os.path.join(OUT, "test-times.tsv")
 # The run before this one, which orders this one (make test moves it aside
 # first, as this run's serial part rewrites TIMES).

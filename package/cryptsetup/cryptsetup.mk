@@ -17,8 +17,5 @@ CRYPTSETUP_CONFIGURE_CMDS = $(call meson_configure,cryptsetup,CRYPTSETUP,$(CRYPT
 define CRYPTSETUP_BUILD_CMDS
 	$(Q)$(SYSROOT_ENV) scripts/logged cryptsetup build $(CRYPTSETUP_OBJ)/build.log ninja -C $(CRYPTSETUP_OBJ) $(NINJA_J) src/cryptsetup
 endef
-define CRYPTSETUP_INSTALL_CMDS
-	$(Q)mkdir -p $(CRYPTSETUP_ROOT)/sbin
-	$(Q)$(TARGET_STRIP) --strip-all -o $(CRYPTSETUP_ROOT)/sbin/cryptsetup $(CRYPTSETUP_OBJ)/src/cryptsetup
-endef
+CRYPTSETUP_INSTALL_CMDS = $(call install_stripped,CRYPTSETUP,sbin,src/cryptsetup)
 $(eval $(call package,cryptsetup,CRYPTSETUP))

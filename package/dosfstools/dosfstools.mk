@@ -11,8 +11,7 @@ define DOSFSTOOLS_BUILD_CMDS
 endef
 # The names distributions use, so `fsck -t vfat` and scripts find them.
 define DOSFSTOOLS_INSTALL_CMDS
-	$(Q)mkdir -p $(DOSFSTOOLS_ROOT)/sbin
-	$(Q)for p in fsck.fat mkfs.fat fatlabel; do $(TARGET_STRIP) --strip-all -o $(DOSFSTOOLS_ROOT)/sbin/$$p $(DOSFSTOOLS_OBJ)/src/$$p || exit 1; done
+	$(call install_stripped,DOSFSTOOLS,sbin,src/fsck.fat src/mkfs.fat src/fatlabel)
 	$(Q)for a in fsck.vfat fsck.msdos dosfsck; do ln -s fsck.fat $(DOSFSTOOLS_ROOT)/sbin/$$a; done
 	$(Q)for a in mkfs.vfat mkfs.msdos mkdosfs; do ln -s mkfs.fat $(DOSFSTOOLS_ROOT)/sbin/$$a; done
 endef

@@ -20,8 +20,8 @@ define DROPBEAR_BUILD_CMDS
 endef
 # One binary; each program is a link to it, dbclient also as ssh.
 define DROPBEAR_INSTALL_CMDS
-	$(Q)mkdir -p $(DROPBEAR_ROOT)/usr/bin $(DROPBEAR_ROOT)/usr/sbin
-	$(Q)$(TARGET_STRIP) --strip-all -o $(DROPBEAR_ROOT)/usr/bin/dropbearmulti $(DROPBEAR_OBJ)/dropbearmulti
+	$(call install_stripped,DROPBEAR,usr/bin,dropbearmulti)
+	$(Q)mkdir -p $(DROPBEAR_ROOT)/usr/sbin
 	$(Q)ln -s ../bin/dropbearmulti $(DROPBEAR_ROOT)/usr/sbin/dropbear
 	$(Q)for p in dbclient dropbearkey scp; do ln -s dropbearmulti $(DROPBEAR_ROOT)/usr/bin/$$p; done
 	$(Q)ln -s dbclient $(DROPBEAR_ROOT)/usr/bin/ssh

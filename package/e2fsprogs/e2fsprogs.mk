@@ -22,7 +22,9 @@ E2FSPROGS_LINKS := fsck.ext2:e2fsck fsck.ext3:e2fsck fsck.ext4:e2fsck \
 # Through the compiler cache: musl-gcc is a script whose date says nothing
 # of the gcc behind it, so the cache asks that gcc for its version and specs.
 E2FSPROGS_CC := $(strip $(CCACHE) $(TARGET_CC))
-E2FSPROGS_CCACHE := CCACHE_COMPILERCHECK='%compiler% -v'
+# No CCACHE_BASEDIR: its relative paths would reach the programs' assert
+# messages (__FILE__) instead of PREFIX_MAP's /build/... of a build without it.
+E2FSPROGS_CCACHE := CCACHE_COMPILERCHECK='%compiler% -v' CCACHE_BASEDIR=
 define E2FSPROGS_CONFIGURE_CMDS
 	$(Q)rm -rf $(E2FSPROGS_OBJ) && mkdir -p $(E2FSPROGS_OBJ)
 	$(call autotools_configure,e2fsprogs,E2FSPROGS,--disable-nls --disable-fuse2fs --disable-uuidd \

@@ -11,11 +11,6 @@ define GDDRESCUE_CONFIGURE_CMDS
 	  ./configure CXX="$(TARGET_CXX)" CXXFLAGS="$(TARGET_CFLAGS)" \
 	  LDFLAGS="$(TARGET_LDFLAGS)"
 endef
-define GDDRESCUE_BUILD_CMDS
-	$(Q)scripts/logged gddrescue build $(GDDRESCUE_SRC)/build.log $(MAKE) -C $(GDDRESCUE_SRC) $(SUBMAKE_J) ddrescue
-endef
-define GDDRESCUE_INSTALL_CMDS
-	$(Q)mkdir -p $(GDDRESCUE_ROOT)/usr/bin
-	$(Q)$(TARGET_STRIP) --strip-all -o $(GDDRESCUE_ROOT)/usr/bin/ddrescue $(GDDRESCUE_SRC)/ddrescue
-endef
+GDDRESCUE_BUILD_CMDS = $(call make_build,gddrescue,GDDRESCUE,ddrescue)
+GDDRESCUE_INSTALL_CMDS = $(call install_stripped,GDDRESCUE,usr/bin,ddrescue)
 $(eval $(call package,gddrescue,GDDRESCUE))

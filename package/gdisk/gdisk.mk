@@ -12,8 +12,5 @@ define GDISK_BUILD_CMDS
 	  CXXFLAGS="-O2 -Wall -D_FILE_OFFSET_BITS=64 -ffunction-sections -fdata-sections $(PREFIX_MAP)" \
 	  LDFLAGS="$(TARGET_LDFLAGS)" gdisk sgdisk fixparts
 endef
-define GDISK_INSTALL_CMDS
-	$(Q)mkdir -p $(GDISK_ROOT)/usr/sbin
-	$(Q)for p in gdisk sgdisk fixparts; do $(TARGET_STRIP) --strip-all -o $(GDISK_ROOT)/usr/sbin/$$p $(GDISK_SRC)/$$p || exit 1; done
-endef
+GDISK_INSTALL_CMDS = $(call install_stripped,GDISK,usr/sbin,gdisk sgdisk fixparts)
 $(eval $(call package,gdisk,GDISK))

@@ -8,8 +8,5 @@ define HDPARM_BUILD_CMDS
 	$(Q)scripts/logged hdparm build $(HDPARM_SRC)/build.log $(MAKE) -C $(HDPARM_SRC) $(SUBMAKE_J) CC="$(TARGET_CC)" \
 	  CFLAGS="$(TARGET_CFLAGS)" LDFLAGS="$(TARGET_LDFLAGS)" STRIP=true hdparm
 endef
-define HDPARM_INSTALL_CMDS
-	$(Q)mkdir -p $(HDPARM_ROOT)/sbin
-	$(Q)$(TARGET_STRIP) --strip-all -o $(HDPARM_ROOT)/sbin/hdparm $(HDPARM_SRC)/hdparm
-endef
+HDPARM_INSTALL_CMDS = $(call install_stripped,HDPARM,sbin,hdparm)
 $(eval $(call package,hdparm,HDPARM))

@@ -6,7 +6,5 @@ JSON_C_LICENSE_FILES := COPYING
 JSON_C_CONFIGURE_CMDS = $(call cmake_configure,json-c,JSON_C,-DCMAKE_INSTALL_PREFIX=$(SYSROOT) \
 	-DCMAKE_INSTALL_LIBDIR=lib -DBUILD_SHARED_LIBS=OFF -DBUILD_STATIC_LIBS=ON -DBUILD_TESTING=OFF \
 	-DBUILD_APPS=OFF -DDISABLE_WERROR=ON -DCMAKE_BUILD_TYPE=Release)
-define JSON_C_BUILD_CMDS
-	$(Q)scripts/logged json-c build $(JSON_C_OBJ)/build.log $(MAKE) -C $(JSON_C_OBJ) $(SUBMAKE_J) install
-endef
+JSON_C_BUILD_CMDS = $(call make_build,json-c,JSON_C,install)
 $(eval $(call package,json-c,JSON_C))

@@ -10,10 +10,13 @@ LINUX_DEPENDENCIES := $(LINUX_FRAGMENTS) scripts/kconfig-check
 LINUX_LICENSE := GPL-2.0-only WITH Linux-syscall-note
 LINUX_LICENSE_FILES := COPYING LICENSES/preferred/GPL-2.0 LICENSES/exceptions/Linux-syscall-note
 BZIMAGE := $(LINUX_OBJ)/$(KERNEL_IMAGE)
+# KCPPFLAGS: under ccache the compiler sees ../linux-src/... (CCACHE_BASEDIR);
+# mapped away as the kernel maps its absolute source path, __FILE__ is the
+# same with and without the cache.
 LINUX_MAKE = $(MAKE) -C $(LINUX_SRC) O=$(LINUX_OBJ) ARCH=$(KERNEL_ARCH) \
 	CROSS_COMPILE=$(TARGET_CROSS) CC="$(strip $(CCACHE) $(TARGET_CROSS)gcc)" HOSTCC="$(strip $(CCACHE) gcc)" \
 	KBUILD_BUILD_TIMESTAMP=@$(SOURCE_DATE_EPOCH) KBUILD_BUILD_USER=extrescue \
-	KBUILD_BUILD_HOST=extrescue KBUILD_BUILD_VERSION=1
+	KBUILD_BUILD_HOST=extrescue KBUILD_BUILD_VERSION=1 KCPPFLAGS=-fmacro-prefix-map=../linux-src/=
 
 # tinyconfig + fragments, then a check that no requested option was dropped.
 define LINUX_CONFIGURE_CMDS

@@ -9,8 +9,5 @@ LSSCSI_CONFIGURE_CMDS = $(call autotools_configure,lsscsi,LSSCSI)
 define LSSCSI_BUILD_CMDS
 	$(Q)scripts/logged lsscsi build $(LSSCSI_OBJ)/build.log $(MAKE) -C $(LSSCSI_OBJ) $(SUBMAKE_J)
 endef
-define LSSCSI_INSTALL_CMDS
-	$(Q)mkdir -p $(LSSCSI_ROOT)/usr/bin
-	$(Q)$(TARGET_STRIP) --strip-all -o $(LSSCSI_ROOT)/usr/bin/lsscsi $(LSSCSI_OBJ)/src/lsscsi
-endef
+LSSCSI_INSTALL_CMDS = $(call install_stripped,LSSCSI,usr/bin,src/lsscsi)
 $(eval $(call package,lsscsi,LSSCSI))

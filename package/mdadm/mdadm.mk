@@ -9,8 +9,5 @@ define MDADM_BUILD_CMDS
 	  CXFLAGS="$(TARGET_CFLAGS) -DNO_LIBUDEV" LDFLAGS="$(TARGET_LDFLAGS)" \
 	  COROSYNC="-DNO_COROSYNC" DLM="-DNO_DLM" mdadm
 endef
-define MDADM_INSTALL_CMDS
-	$(Q)mkdir -p $(MDADM_ROOT)/sbin
-	$(Q)$(TARGET_STRIP) --strip-all -o $(MDADM_ROOT)/sbin/mdadm $(MDADM_SRC)/mdadm
-endef
+MDADM_INSTALL_CMDS = $(call install_stripped,MDADM,sbin,mdadm)
 $(eval $(call package,mdadm,MDADM))

@@ -4,7 +4,5 @@ POPT_LICENSE := MIT
 POPT_LICENSE_FILES := COPYING
 POPT_CONFIGURE_CMDS = $(call autotools_configure,popt,POPT,--prefix=$(SYSROOT) --disable-shared \
 	--enable-static --disable-nls,CFLAGS="$(STORAGE_CFLAGS)" LDFLAGS=)
-define POPT_BUILD_CMDS
-	$(Q)scripts/logged popt build $(POPT_SRC)/build.log $(MAKE) -C $(POPT_SRC) $(SUBMAKE_J) install
-endef
+POPT_BUILD_CMDS = $(call make_build,popt,POPT,install)
 $(eval $(call package,popt,POPT))

@@ -13,8 +13,5 @@ define SG3_UTILS_BUILD_CMDS
 	$(Q)scripts/logged sg3-utils build $(SG3_UTILS_OBJ)/build.log $(MAKE) -C $(SG3_UTILS_OBJ) $(SUBMAKE_J) \
 	  LDFLAGS="-all-static -Wl,--gc-sections"
 endef
-define SG3_UTILS_INSTALL_CMDS
-	$(Q)mkdir -p $(SG3_UTILS_ROOT)/usr/bin
-	$(Q)for p in $(SG3_UTILS_PROGRAMS); do $(TARGET_STRIP) --strip-all -o $(SG3_UTILS_ROOT)/usr/bin/$$p $(SG3_UTILS_OBJ)/src/$$p || exit 1; done
-endef
+SG3_UTILS_INSTALL_CMDS = $(call install_stripped,SG3_UTILS,usr/bin,$(addprefix src/,$(SG3_UTILS_PROGRAMS)))
 $(eval $(call package,sg3-utils,SG3_UTILS))

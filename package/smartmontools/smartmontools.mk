@@ -15,12 +15,7 @@ define SMARTMONTOOLS_CONFIGURE_CMDS
 	  LDFLAGS="$(TARGET_LDFLAGS)" --without-libcap-ng --without-libsystemd --without-selinux \
 	  --without-update-smart-drivedb --without-smartdplugindir --without-initscriptdir --without-systemdsystemunitdir
 endef
-define SMARTMONTOOLS_BUILD_CMDS
-	$(Q)scripts/logged smartmontools build $(SMARTMONTOOLS_OBJ)/build.log $(MAKE) -C $(SMARTMONTOOLS_OBJ) $(SUBMAKE_J) smartctl
-endef
-define SMARTMONTOOLS_INSTALL_CMDS
-	$(Q)mkdir -p $(SMARTMONTOOLS_ROOT)/usr/sbin
-	$(Q)$(TARGET_STRIP) --strip-all -o $(SMARTMONTOOLS_ROOT)/usr/sbin/smartctl $(SMARTMONTOOLS_OBJ)/smartctl
-endef
+SMARTMONTOOLS_BUILD_CMDS = $(call make_build,smartmontools,SMARTMONTOOLS,smartctl)
+SMARTMONTOOLS_INSTALL_CMDS = $(call install_stripped,SMARTMONTOOLS,usr/sbin,smartctl)
 $(eval $(call package,smartmontools,SMARTMONTOOLS))
 $(STAMPS)/smartmontools-configured: $(EPOCH_STAMP)

@@ -32,8 +32,7 @@ define UTIL_LINUX_BUILD_CMDS
 	 LDFLAGS="-all-static -Wl,--gc-sections" $(UTIL_LINUX_PROGS) libuuid.la
 endef
 define UTIL_LINUX_INSTALL_CMDS
-	$(Q)mkdir -p $(UTIL_LINUX_ROOT)/sbin
-	$(Q)for p in $(UTIL_LINUX_PROGS); do $(TARGET_STRIP) --strip-all -o $(UTIL_LINUX_ROOT)/sbin/$$p $(UTIL_LINUX_OBJ)/$$p || exit 1; done
+	$(call install_stripped,UTIL_LINUX,sbin,$(UTIL_LINUX_PROGS))
 	$(Q)mkdir -p $(SYSROOT)/include/uuid
 	$(Q)cp $(UTIL_LINUX_OBJ)/.libs/libuuid.a $(SYSROOT)/lib/
 	$(Q)cp $(UTIL_LINUX_SRC)/libuuid/src/uuid.h $(SYSROOT)/include/uuid/
