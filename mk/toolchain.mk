@@ -36,8 +36,11 @@ $(STAMPS)/sysroot: | $(BUILD)
 	$(Q)touch $@
 
 # $(call make_build,NAME,P,ARGUMENTS): the package's own Makefile run in
-# P_OBJ on make's share of jobs, its output in build.log.
-make_build = $(Q)scripts/logged $(1) build $($(2)_OBJ)/build.log $(MAKE) -C $($(2)_OBJ) $(SUBMAKE_J) $(3)
+# P_OBJ on make's share of jobs, its output in build.log. A command block is
+# several recipe lines: each that starts a sub-make is marked + itself (the +
+# of the line naming the block reaches only its first), or the sub-make finds
+# no jobserver and runs alone.
+make_build = +$(Q)scripts/logged $(1) build $($(2)_OBJ)/build.log $(MAKE) -C $($(2)_OBJ) $(SUBMAKE_J) $(3)
 
 # $(call install_stripped,P,DIR,FILES): each FILE (a path under P_OBJ)
 # stripped into P_ROOT/DIR under its own name.

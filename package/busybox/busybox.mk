@@ -12,13 +12,13 @@ BUSYBOX_LICENSE := GPL-2.0-only
 BUSYBOX_LICENSE_FILES := LICENSE
 define BUSYBOX_CONFIGURE_CMDS
 	$(Q)cp package/busybox/busybox.config $(BUSYBOX_SRC)/.config
-	$(Q)$(BUSYBOX_MAKE) -s oldconfig </dev/null >$(BUSYBOX_SRC)/oldconfig.log 2>&1 || \
+	+$(Q)$(BUSYBOX_MAKE) -s oldconfig </dev/null >$(BUSYBOX_SRC)/oldconfig.log 2>&1 || \
 	 { tail -n 3 $(BUSYBOX_SRC)/oldconfig.log >&2; echo "busybox: package/busybox/busybox.config lacks an option $(BUSYBOX_VERSION) asks about (above); run 'make busybox-menuconfig' and save" >&2; exit 1; }
 	$(Q)cmp -s <(grep -v '^#' package/busybox/busybox.config) <(grep -v '^#' $(BUSYBOX_SRC)/.config) || \
 	 { echo "busybox: package/busybox/busybox.config is incomplete for $(BUSYBOX_VERSION); run 'make busybox-menuconfig' and save" >&2; exit 1; }
 endef
 define BUSYBOX_BUILD_CMDS
-	$(Q)scripts/logged busybox build $(BUSYBOX_SRC)/build.log $(BUSYBOX_MAKE) $(SUBMAKE_J) busybox busybox.links
+	+$(Q)scripts/logged busybox build $(BUSYBOX_SRC)/build.log $(BUSYBOX_MAKE) $(SUBMAKE_J) busybox busybox.links
 endef
 # The binary itself goes in by gen-list (it also makes the applet links).
 define BUSYBOX_INSTALL_CMDS

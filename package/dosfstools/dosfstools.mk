@@ -7,7 +7,7 @@ DOSFSTOOLS_LICENSE := GPL-3.0-or-later
 DOSFSTOOLS_LICENSE_FILES := COPYING
 DOSFSTOOLS_CONFIGURE_CMDS = $(call autotools_configure,dosfstools,DOSFSTOOLS,--without-udev)
 define DOSFSTOOLS_BUILD_CMDS
-	$(Q)scripts/logged dosfstools build $(DOSFSTOOLS_OBJ)/build.log $(MAKE) -C $(DOSFSTOOLS_OBJ)/src $(SUBMAKE_J) fsck.fat mkfs.fat fatlabel
+	+$(Q)scripts/logged dosfstools build $(DOSFSTOOLS_OBJ)/build.log $(MAKE) -C $(DOSFSTOOLS_OBJ)/src $(SUBMAKE_J) fsck.fat mkfs.fat fatlabel
 endef
 # The names distributions use, so `fsck -t vfat` and scripts find them.
 define DOSFSTOOLS_INSTALL_CMDS

@@ -15,7 +15,7 @@ define DROPBEAR_CONFIGURE_CMDS
 	$(call autotools_configure,dropbear,DROPBEAR,$(DROPBEAR_CONFIGURE_OPTIONS))
 endef
 define DROPBEAR_BUILD_CMDS
-	$(Q)scripts/logged dropbear build $(DROPBEAR_OBJ)/build.log $(MAKE) -C $(DROPBEAR_OBJ) $(SUBMAKE_J) \
+	+$(Q)scripts/logged dropbear build $(DROPBEAR_OBJ)/build.log $(MAKE) -C $(DROPBEAR_OBJ) $(SUBMAKE_J) \
 	  PROGRAMS="$(DROPBEAR_PROGRAMS)" MULTI=1
 endef
 # One binary; each program is a link to it, dbclient also as ssh.

@@ -33,7 +33,7 @@ define E2FSPROGS_CONFIGURE_CMDS
 	 LIBS="$(MIMALLOC_A) $(FAST_STRING_A)" PKG_CONFIG=/bin/false)
 endef
 define E2FSPROGS_BUILD_CMDS
-	$(Q)$(E2FSPROGS_CCACHE) scripts/logged e2fsprogs build $(E2FSPROGS_OBJ)/build.log $(MAKE) -C $(E2FSPROGS_OBJ) $(SUBMAKE_J)
+	+$(Q)$(E2FSPROGS_CCACHE) scripts/logged e2fsprogs build $(E2FSPROGS_OBJ)/build.log $(MAKE) -C $(E2FSPROGS_OBJ) $(SUBMAKE_J)
 	$(Q)cd $(E2FSPROGS_OBJ) && $(TARGET_STRIP) --strip-all $(E2FSPROGS_PROGS)
 endef
 define E2FSPROGS_INSTALL_CMDS

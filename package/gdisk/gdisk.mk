@@ -8,7 +8,7 @@
 GDISK_LICENSE := GPL-2.0-or-later
 GDISK_LICENSE_FILES := COPYING
 define GDISK_BUILD_CMDS
-	$(Q)scripts/logged gdisk build $(GDISK_SRC)/build.log $(MAKE) -C $(GDISK_SRC) $(SUBMAKE_J) TARGET=linux CXX="$(TARGET_CXX)" \
+	+$(Q)scripts/logged gdisk build $(GDISK_SRC)/build.log $(MAKE) -C $(GDISK_SRC) $(SUBMAKE_J) TARGET=linux CXX="$(TARGET_CXX)" \
 	  CXXFLAGS="-O2 -Wall -D_FILE_OFFSET_BITS=64 -ffunction-sections -fdata-sections $(PREFIX_MAP)" \
 	  LDFLAGS="$(TARGET_LDFLAGS)" gdisk sgdisk fixparts
 endef

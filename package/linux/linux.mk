@@ -21,13 +21,13 @@ LINUX_MAKE = $(MAKE) -C $(LINUX_SRC) O=$(LINUX_OBJ) ARCH=$(KERNEL_ARCH) \
 # tinyconfig + fragments, then a check that no requested option was dropped.
 define LINUX_CONFIGURE_CMDS
 	$(Q)echo "linux: configuring from $(words $(LINUX_FRAGMENTS)) fragments"
-	$(Q)$(MAKE) -s --no-print-directory $(LINUX_OBJ)/.config
+	+$(Q)$(MAKE) -s --no-print-directory $(LINUX_OBJ)/.config
 endef
 define LINUX_MERGE_CONFIG_CMDS
 	$(Q)mkdir -p $(LINUX_OBJ)
-	$(Q)$(LINUX_MAKE) -s tinyconfig >/dev/null
+	+$(Q)$(LINUX_MAKE) -s tinyconfig >/dev/null
 	$(Q)cd $(LINUX_OBJ) && $(LINUX_SRC)/scripts/kconfig/merge_config.sh -m .config $(abspath $(LINUX_FRAGMENTS)) >/dev/null
-	$(Q)$(LINUX_MAKE) -s olddefconfig
+	+$(Q)$(LINUX_MAKE) -s olddefconfig
 	$(Q)scripts/kconfig-check $@ $(LINUX_FRAGMENTS) || { mv $@ $@.rejected; exit 1; }
 endef
 # The recipe stamp holds the fragment list and these commands: a fragment
@@ -37,7 +37,7 @@ $(LINUX_OBJ)/.config: $(STAMPS)/linux-patched $(LINUX_DEPENDENCIES) $(STAMPS)/li
 	$(LINUX_MERGE_CONFIG_CMDS)
 
 define LINUX_BUILD_CMDS
-	$(Q)start=$$(date +%s); scripts/logged linux build $(LINUX_OBJ)/build.log $(LINUX_MAKE) $(SUBMAKE_J) $(notdir $(KERNEL_IMAGE)) && \
+	+$(Q)start=$$(date +%s); scripts/logged linux build $(LINUX_OBJ)/build.log $(LINUX_MAKE) $(SUBMAKE_J) $(notdir $(KERNEL_IMAGE)) && \
 	 echo "$$(( $$(date +%s) - start ))" > $(LINUX_OBJ)/build-seconds
 endef
 # No loadable modules: everything is built in. modules.builtin tells

@@ -7,7 +7,7 @@ LSSCSI_LICENSE := GPL-2.0-or-later
 LSSCSI_LICENSE_FILES := COPYING
 LSSCSI_CONFIGURE_CMDS = $(call autotools_configure,lsscsi,LSSCSI)
 define LSSCSI_BUILD_CMDS
-	$(Q)scripts/logged lsscsi build $(LSSCSI_OBJ)/build.log $(MAKE) -C $(LSSCSI_OBJ) $(SUBMAKE_J)
+	+$(Q)scripts/logged lsscsi build $(LSSCSI_OBJ)/build.log $(MAKE) -C $(LSSCSI_OBJ) $(SUBMAKE_J)
 endef
 LSSCSI_INSTALL_CMDS = $(call install_stripped,LSSCSI,usr/bin,src/lsscsi)
 $(eval $(call package,lsscsi,LSSCSI))

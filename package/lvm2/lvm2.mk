@@ -22,7 +22,7 @@ LVM2_CONFIGURE_CMDS = $(call autotools_configure,lvm2,LVM2,--enable-static_link 
 	--disable-use-lvmpolld --disable-fsadm --disable-lvmimportvdo --disable-nls --with-vdo=none,\
 	CFLAGS="$(STORAGE_CFLAGS)" LDFLAGS="$(STORAGE_LDFLAGS)" $(SYSROOT_ENV))
 define LVM2_BUILD_CMDS
-	$(Q)scripts/logged lvm2 build $(LVM2_SRC)/build.log $(MAKE) -C $(LVM2_SRC) $(SUBMAKE_J) $(SYSROOT_ENV) all
+	+$(Q)scripts/logged lvm2 build $(LVM2_SRC)/build.log $(MAKE) -C $(LVM2_SRC) $(SUBMAKE_J) $(SYSROOT_ENV) all
 	$(Q)cp $(LVM2_SRC)/libdm/ioctl/libdevmapper.a $(SYSROOT)/lib/ && cp $(LVM2_SRC)/libdm/libdevmapper.h $(SYSROOT)/include/
 	$(Q)printf 'Name: devmapper\nDescription: lvm2 libdevmapper\nVersion: %s\nCflags: -I%s/include\nLibs: -L%s/lib -ldevmapper\nLibs.private: -lm -lpthread\n' \
 	  '$(LVM2_VERSION)' '$(SYSROOT)' '$(SYSROOT)' > $(SYSROOT_PC)/devmapper.pc

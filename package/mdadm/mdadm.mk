@@ -5,7 +5,7 @@ MDADM_DEPENDENCIES := $(STAMPS)/linux-headers
 MDADM_LICENSE := GPL-2.0-or-later
 MDADM_LICENSE_FILES := COPYING
 define MDADM_BUILD_CMDS
-	$(Q)scripts/logged mdadm build $(MDADM_SRC)/build.log $(MAKE) -C $(MDADM_SRC) $(SUBMAKE_J) CC="$(TARGET_CC)" \
+	+$(Q)scripts/logged mdadm build $(MDADM_SRC)/build.log $(MAKE) -C $(MDADM_SRC) $(SUBMAKE_J) CC="$(TARGET_CC)" \
 	  CXFLAGS="$(TARGET_CFLAGS) -DNO_LIBUDEV" LDFLAGS="$(TARGET_LDFLAGS)" \
 	  COROSYNC="-DNO_COROSYNC" DLM="-DNO_DLM" mdadm
 endef

@@ -28,7 +28,7 @@ endef
 # libtool reads -static as "no shared libtool libraries" only; -all-static
 # makes it link libc statically as well.
 define UTIL_LINUX_BUILD_CMDS
-	$(Q)scripts/logged util-linux build $(UTIL_LINUX_OBJ)/build.log $(MAKE) -C $(UTIL_LINUX_OBJ) $(SUBMAKE_J) \
+	+$(Q)scripts/logged util-linux build $(UTIL_LINUX_OBJ)/build.log $(MAKE) -C $(UTIL_LINUX_OBJ) $(SUBMAKE_J) \
 	 LDFLAGS="-all-static -Wl,--gc-sections" $(UTIL_LINUX_PROGS) libuuid.la
 endef
 define UTIL_LINUX_INSTALL_CMDS
