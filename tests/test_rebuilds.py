@@ -4,6 +4,7 @@ nothing, a changed flag redoes the package or src/, and a kernel config
 fragment taken away reconfigures the kernel. Each check parses a copy of the
 tree with its own OUT (make version: nothing is built) or builds one host
 tool there, so the project's own out/ is never touched."""
+import glob
 import os
 import shutil
 import subprocess
@@ -148,3 +149,21 @@ def test_a_package_is_one_folder(tree):
     (tree / "package/zz-new/zz-new.mk").write_text("# a package a reader added\n")
     r = host(["make", "--no-print-directory", "-C", str(tree), f"OUT={tree}/out", "version"])
     assert r.returncode != 0 and "package/zz-new/zz-new.mk is not in PACKAGE_ORDER" in r.stderr, r.stderr
+
+
+def test_every_sub_make_in_a_command_block_gets_the_jobserver():
+    """A command block (define NAME_CMDS) is several recipe lines, and make
+    hands its jobserver only to a line marked + or naming $(MAKE) itself:
+    every line of a block that starts a sub-make is marked +, or under make
+    -jN that sub-make runs alone ('jobserver unavailable')."""
+    unmarked = []
+    for mk in glob.glob(os.path.join(TOP, "package/*/*.mk")) + glob.glob(os.path.join(TOP, "mk/*.mk")):
+        block = None
+        for n, line in enumerate(open(mk), 1):
+            if line.startswith("define ") and line.rstrip().endswith("_CMDS"):
+                block = line.split()[1]
+            elif line.startswith("endef"):
+                block = None
+            elif block and ("$(MAKE)" in line or "_MAKE)" in line) and not line.startswith("\t+"):
+                unmarked.append(f"{os.path.relpath(mk, TOP)}:{n} ({block})")
+    assert not unmarked, unmarked
