@@ -85,7 +85,7 @@ ISO := $(OUT)/extrescue-$(VERSION)-$(EXTRESCUE_ARCH).iso
 ifneq ($(origin LOCK),command line)
 LOCK := $(STAMPS)/sources.lock
 LOCK_FILES := $(sort $(wildcard $(TOP)/package/*/*.lock $(TOP)/package/*/*.lock.$(DEBIAN_ARCH)))
-$(shell mkdir -p $(STAMPS) && t=$$(mktemp -p $(STAMPS)) && cat $(LOCK_FILES) > $$t && \
+$(shell mkdir -p $(STAMPS) && t=$$(mktemp -p $(STAMPS) --suffix=.pending) && cat $(LOCK_FILES) > $$t && \
 	if cmp -s $$t $(LOCK); then rm -f $$t; else mv -f $$t $(LOCK); fi)
 else
 LOCK_FILES := $(LOCK)

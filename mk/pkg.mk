@@ -28,9 +28,9 @@
 #   patches, patches-sha256   Debian's patch archive (- for none)
 #   source   the Debian source package: its folder in the archive's pool/,
 #            where a second archive (EXTRESCUE_SNAPSHOT_MIRROR) is asked.
-#   P_SRC      source tree (default out/build/NAME-src)
+#   P_SRC      source tree (default out/ARCH/build/NAME-src)
 #   P_OBJ      build folder (default: P_SRC, an in-tree build)
-#   P_ROOT     what the component puts into the image (default out/build/NAME-root)
+#   P_ROOT     what the component puts into the image (default out/ARCH/build/NAME-root)
 #   P_PATCH_DIR       our series and patches (default package/NAME/patches)
 #   P_DEPENDENCIES    stamps or files the configure step needs (other components)
 #   P_LICENSE         SPDX expression; P_LICENSE_FILES: paths in P_SRC

@@ -169,7 +169,7 @@ def test_e2fsprogs_rebuilds_the_same_from_legal_info_alone(legal_info, tmp_path)
     r = host(["make", "--no-print-directory", "-C", str(tree), "e2fsprogs"], env=env)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     ours = os.path.join(BUILD, "e2fsprogs-root/sbin")
-    theirs = tree / "out/build/e2fsprogs-root/sbin"
+    theirs = tree / "out/x86_64/build/e2fsprogs-root/sbin"
     differ = [p for p in sorted(os.listdir(ours))
               if not os.path.islink(os.path.join(ours, p)) and sha256(os.path.join(ours, p)) != sha256(theirs / p)]
     assert not differ, f"rebuilt from legal-info, these differ from the image's: {differ}"
