@@ -35,7 +35,9 @@ $(STAMPS)/shim-debs: $(call pin_stamp,shim-signed) $(call pin_stamp,shim-helpers
 	$(Q)touch $@
 
 # shim starts the second stage by the name GRUB has on a Debian system.
-$(SIGNED_BOOTLOADER): $(STAMPS)/boot-debs $(STAMPS)/sb-key $(SB_CERT) scripts/sb-sign
+# Signed at SOURCE_DATE_EPOCH (sb-sign's frozen clock): a new commit signs it
+# again, or an incremental build keeps an older commit's signing time.
+$(SIGNED_BOOTLOADER): $(STAMPS)/boot-debs $(STAMPS)/sb-key $(SB_CERT) scripts/sb-sign $(EPOCH_STAMP)
 	$(Q)mkdir -p $(SB_DIR)
 	$(Q)scripts/sb-sign $(SB_KEY) $(SB_CERT) $(SD_EFI)/systemd-boot$(EFI_ARCH).efi $@
 
@@ -52,7 +54,7 @@ $(SIGNED_UKI): $(STAMPS)/boot-debs $(STAMPS)/linux-built $(INITRAMFS) $(STAMPS)/
 	$(Q)rm -f $(SB_DIR)/extrescue.unsigned.efi
 
 .PHONY: secureboot-key
-secureboot-key: $(MOK_CER) ## make (once) or check the Secure Boot key; out/extrescue-mok.cer is what users enroll
+secureboot-key: $(MOK_CER) ## make (once) or check the Secure Boot key; out/x86_64/extrescue-mok.cer is what users enroll
 
 # For the tests and qemu/run --mok, never in the image: virt-fw-vars enrolls
 # a certificate into a copy of OVMF's variable store.
