@@ -25,6 +25,10 @@ $(STAMPS)/sb-key: $(STAMPS)/sb-key-names scripts/sb-key | $(STAMPS)/host-deps
 	$(Q)scripts/sb-key $(SB_KEY) $(SB_CERT) $(SB_MAKE_KEY)
 	$(Q)touch $@
 
+# sb-key makes the pair on a machine that has none; without this rule a
+# missing certificate is a prerequisite nothing makes, and make stops.
+$(SB_CERT): $(STAMPS)/sb-key ;
+
 $(MOK_CER): $(STAMPS)/sb-key $(SB_CERT)
 	$(Q)openssl x509 -in $(SB_CERT) -outform DER -out $@
 	$(Q)echo "secureboot: $(notdir $@) (sha256 $$(sha256sum $@ | cut -c1-16)...) is the certificate to enroll"

@@ -187,6 +187,15 @@ def test_distclean_keeps_the_secure_boot_key(tmp_path):
     assert r.returncode == 0 and not (cache / "secureboot").exists(), r.stderr
 
 
+def test_a_machine_without_a_key_makes_one_under_j(tmp_path):
+    # The first make -j3 on a fresh machine stopped: the certificate was a
+    # prerequisite that only sb-key's recipe makes, looked for before it ran.
+    cache, out = tmp_path / "cache", tmp_path / "out"
+    r = make("-j3", f"OUT={out}", f"EXTRESCUE_CACHE={cache}", "secureboot-key")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (cache / "secureboot/extrescue-sb.crt").is_file() and (out / "extrescue-mok.cer").is_file()
+
+
 def test_a_tree_git_cannot_name_does_not_build(tmp_path):
     """No build under a made-up version: a tree without .git (or one git
     refuses to read) stops with one line saying what to do; a source archive
