@@ -27,7 +27,8 @@ $(STAMPS)/sb-key: $(STAMPS)/sb-key-names scripts/sb-key | $(STAMPS)/host-deps
 
 # sb-key makes the pair on a machine that has none; without this rule a
 # missing certificate is a prerequisite nothing makes, and make stops.
-$(SB_CERT): $(STAMPS)/sb-key ;
+# Order-only: a certificate that is there is current (make -q says so).
+$(SB_CERT): | $(STAMPS)/sb-key ;
 
 $(MOK_CER): $(STAMPS)/sb-key $(SB_CERT)
 	$(Q)openssl x509 -in $(SB_CERT) -outform DER -out $@
