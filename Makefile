@@ -192,8 +192,12 @@ source-archive: source ## every pinned input in Debian's pool layout with SHA256
 	@echo "source-archive: $$(wc -l < "$(SOURCE_ARCHIVE)/SHA256SUMS") files in $(SOURCE_ARCHIVE); served over HTTP, its address is an EXTRESCUE_SNAPSHOT_MIRROR"
 
 .PHONY: update-pins
-update-pins: | $(STAMPS)/host-deps ## re-resolve each pin to the newest version the archive serves
-	@scripts/update-pins
+update-pins: | $(STAMPS)/host-deps ## re-resolve each pin (PINS="NAME ..." only those) to the newest version the archive serves
+	@scripts/update-pins $(PINS)
+
+.PHONY: check-updates
+check-updates: | $(STAMPS)/host-deps ## per pin: the pinned version and the newest in Debian's stable, backports and testing
+	@scripts/check-updates
 
 .PHONY: clean
 clean: ## remove build outputs (keeps the download cache)

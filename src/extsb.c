@@ -43,6 +43,8 @@ const struct extsb_support extsb_kernel = {
 		    0x8000 | 0x10000 | 0x20000 | 0x2000 | 0x4000,
 	.ro_compat = 0x0001 | 0x0002 | 0x0010 | 0x0020 | 0x0040 | 0x0004 | 0x0008 | 0x0200 |
 		     0x0400 | 0x0100 | 0x2000 | 0x8000 | 0x10000,
+	.max_log_block_size = 6,
+	.page_log_block_size = 2,
 };
 
 const struct extsb_support extsb_e2fsck = {
@@ -53,6 +55,7 @@ const struct extsb_support extsb_e2fsck = {
 	.ro_compat = 0x0001 | 0x0008 | 0x0002 | 0x0020 | 0x0040 | 0x0010 | 0x0200 | 0x0100 |
 		     0x0400 | 0x1000 | 0x2000 | 0x4000 | 0x8000 | 0x10000,
 	.strict_compat = 1,
+	.max_log_block_size = 6,
 };
 
 static uint16_t le16(const uint8_t *p)
@@ -177,6 +180,18 @@ enum extsb_access extsb_access(const struct extsb *sb, const struct extsb_suppor
 	uint32_t bad;
 
 	blocker[0] = 0;
+	if (sb->log_block_size > sup->max_log_block_size) {
+		snprintf(blocker, size, "block size %u (this kernel takes up to %u)", 1024U << sb->log_block_size,
+			 1024U << sup->max_log_block_size);
+		return EXTSB_NONE;
+	}
+	/* Linux refuses an encrypted volume whose blocks are larger than a page. */
+	if (sup->page_log_block_size && sb->log_block_size > sup->page_log_block_size &&
+	    (sb->incompat & 0x10000)) {
+		snprintf(blocker, size, "encrypt with block size %u (larger than the page)",
+			 1024U << sb->log_block_size);
+		return EXTSB_NONE;
+	}
 	if (sup->strict_compat && (bad = sb->compat & ~sup->compat)) {
 		blocker_name(COMPAT, bad, blocker, size);
 		return EXTSB_NONE;
@@ -190,6 +205,15 @@ enum extsb_access extsb_access(const struct extsb *sb, const struct extsb_suppor
 		return EXTSB_RO;
 	}
 	return EXTSB_RW;
+}
+
+int extsb_needs_newer(const struct extsb *sb, const struct extsb_support *sup)
+{
+	char blocker[96];
+
+	if (extsb_access(sb, sup, blocker, sizeof(blocker)) == EXTSB_RW)
+		return 0;
+	return !strncmp(blocker, "unknown feature", 15) || !strncmp(blocker, "block size", 10);
 }
 
 void extsb_features(const struct extsb *sb, char *out, size_t size)

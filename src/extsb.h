@@ -24,13 +24,19 @@ struct extsb {
 	char last_mounted[65];	/* NUL-terminated, printable only */
 };
 
-/* The feature sets a tool supports. */
+/* The feature sets and block sizes a tool supports. */
 struct extsb_support {
 	uint32_t compat, incompat, ro_compat;
 	int strict_compat;	/* e2fsck refuses unknown compat bits too; the kernel does not */
+	uint32_t max_log_block_size;	/* largest block it takes, as 1024 << this */
+	uint32_t page_log_block_size;	/* the page size, as 1024 << this (0: no limit) */
 };
 
-/* Linux 6.12's EXT4_FEATURE_*_SUPP and e2fsprogs 1.47.2's EXT2_LIB_FEATURE_*_SUPP. */
+/*
+ * Linux 7.2's EXT4_FEATURE_*_SUPP (blocks up to 64 KiB, larger than the page
+ * only without encrypt), e2fsprogs 1.47.4's EXT2_LIB_FEATURE_*_SUPP. extscan
+ * narrows the kernel's to what the running kernel advertises.
+ */
 extern const struct extsb_support extsb_kernel, extsb_e2fsck;
 
 /* 0 when BUF (LEN bytes, normally EXTSB_SIZE) holds a plausible superblock,
@@ -47,11 +53,15 @@ enum extsb_access { EXTSB_RW, EXTSB_RO, EXTSB_NONE };
 
 /*
  * What a tool supporting SUP can do with the volume. *blocker names the first
- * feature that limits it, or "unknown feature 0x..." for a bit nobody knows
- * (written to BLOCKER, SIZE bytes).
+ * feature that limits it, "unknown feature 0x..." for a bit nobody knows, or
+ * the block size it does not take (written to BLOCKER, SIZE bytes).
  */
 enum extsb_access extsb_access(const struct extsb *sb, const struct extsb_support *sup,
 			       char *blocker, size_t size);
+
+/* 1 when a newer version of the tool may lift the blocker extsb_access found:
+ * a feature bit nobody names yet, or a block size larger than SUP takes. */
+int extsb_needs_newer(const struct extsb *sb, const struct extsb_support *sup);
 
 /* Writes the names of all feature bits set (unknown ones in hex) to OUT. */
 void extsb_features(const struct extsb *sb, char *out, size_t size);

@@ -505,9 +505,18 @@ static void probe_kernel(void)
 	};
 	struct stat st;
 
+	long page = sysconf(_SC_PAGESIZE);
+
 	kernel = extsb_kernel;
 	if (stat("/sys/fs/ext4/features", &st) != 0)
 		return;	/* not running on our kernel (e.g. on a build host): keep the table */
+	kernel.page_log_block_size = 0;
+	while (page > 1024 && (1024L << (kernel.page_log_block_size + 1)) <= page)
+		kernel.page_log_block_size++;
+	/* Blocks larger than the page: only a kernel that says so (Linux 6.19+ with THP). */
+	if (stat("/sys/fs/ext4/features/blocksize_gt_pagesize", &st) != 0 &&
+	    kernel.max_log_block_size > kernel.page_log_block_size)
+		kernel.max_log_block_size = kernel.page_log_block_size;
 	for (size_t i = 0; i < sizeof(optional) / sizeof(optional[0]); i++) {
 		char path[80];
 
@@ -592,6 +601,20 @@ static const char *journal_text(const struct result *r)
 	return text;
 }
 
+/* What the kernel cannot do with a volume, and what is left to the user. */
+static void mount_detail(const struct extsb *sb, enum extsb_access ka, const char *kb, enum extsb_access fa,
+			 char *out, size_t size)
+{
+	const char *check = fa == EXTSB_NONE ? "" : "; e2fsck can still check and repair it";
+
+	if (ka == EXTSB_RO)
+		snprintf(out, size, "mount: read-only only: %s", kb);
+	else if (extsb_needs_newer(sb, &kernel))
+		snprintf(out, size, "mount: this medium cannot mount it (needs a newer kernel): %s%s", kb, check);
+	else
+		snprintf(out, size, "mount: cannot mount: %s%s", kb, check);
+}
+
 static const char *access_word(enum extsb_access a)
 {
 	return a == EXTSB_RW ? "rw" : a == EXTSB_RO ? "ro" : "no";
@@ -658,6 +681,7 @@ static void print_json(struct result *r, int n)
 		a = extsb_access(&r[i].sb, &kernel, blk, sizeof(blk));
 		printf(", \"kernel_mount\": \"%s\", \"kernel_blocker\": ", access_word(a));
 		jstr(blk);
+		printf(", \"kernel_needs_newer\": %s", extsb_needs_newer(&r[i].sb, &kernel) ? "true" : "false");
 		a = extsb_access(&r[i].sb, &extsb_e2fsck, blk, sizeof(blk));
 		printf(", \"e2fsck\": \"%s\", \"e2fsck_blocker\": ", a == EXTSB_NONE ? "no" : "yes");
 		jstr(blk);
@@ -698,6 +722,7 @@ static void print_wide(struct result *r, int n)
 	       "CHECKED");
 	for (int i = 0; i < n; i++) {
 		char size[16], state[256], kb[96], fb[96], uuid[40], mt[24], ck[24], lm[100], mounts[24];
+		char line[256];
 		enum extsb_access ka, fa;
 
 		if (!shown(&r[i]))
@@ -727,8 +752,10 @@ static void print_wide(struct result *r, int n)
 		printf("%-*s %7s %-12s %-16s %-36s %-24s %-6s %-7s %-30s %-7s %s\n", w, r[i].dev, size,
 		       extsb_kind(&r[i].sb), r[i].sb.label[0] ? r[i].sb.label : "-", uuid, state,
 		       access_word(ka), fa == EXTSB_NONE ? "no" : "yes", lm, mounts, ck);
-		if (ka != EXTSB_RW)
-			printf("%-*s   mount: %s: %s\n", w, "", ka == EXTSB_RO ? "read-only only" : "cannot mount", kb);
+		if (ka != EXTSB_RW) {
+			mount_detail(&r[i].sb, ka, kb, fa, line, sizeof(line));
+			printf("%-*s   %s\n", w, "", line);
+		}
 		if (fa == EXTSB_NONE)
 			printf("%-*s   e2fsck: cannot check: %s\n", w, "", fb);
 		if (r[i].twin[0])
@@ -793,6 +820,7 @@ static void print_narrow(struct result *r, int n, int width)
 	printf(row, "DEVICE", "SIZE", "KIND", "LABEL", "STATE", "MOUNT", "FSCK");
 	for (int i = 0; i < n; i++) {
 		char size[16], state[256], shortstate[20], kb[96], fb[96], uuid[40], mt[24], ck[24];
+		char line[256];
 		const char *dev = r[i].dev;
 		enum extsb_access ka, fa;
 
@@ -828,8 +856,10 @@ static void print_narrow(struct result *r, int n, int width)
 		       access_word(ka), fa == EXTSB_NONE ? "no" : "yes");
 		if (strlen(state) > 15)
 			detail(width, "state: %s", state);
-		if (ka != EXTSB_RW)
-			detail(width, "mount: %s: %s", ka == EXTSB_RO ? "read-only only" : "cannot mount", kb);
+		if (ka != EXTSB_RW) {
+			mount_detail(&r[i].sb, ka, kb, fa, line, sizeof(line));
+			detail(width, "%s", line);
+		}
 		if (fa == EXTSB_NONE)
 			detail(width, "e2fsck: cannot check: %s", fb);
 		if (r[i].twin[0])

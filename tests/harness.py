@@ -31,6 +31,14 @@ def lock_lines():
         with open(path) as f:
             lines += [line.split() for line in f if line.strip() and not line.startswith("#")]
     return lines
+
+
+def upstream_version(name):
+    """The upstream version of pin NAME: its Debian version without epoch, +ds/+dfsg or revision."""
+    version = next(fields[4] for fields in lock_lines() if fields[0] == name)
+    return re.sub(r"[+~-].*$", "", version.split(":")[-1])
+
+
 LOGS = os.path.join(OUT, "test-logs")
 RUN = os.path.join(TOP, "qemu", "run")
 SCALE = float(os.environ.get("EXTRESCUE_TIMEOUT_SCALE", "1"))

@@ -196,6 +196,21 @@ def test_a_machine_without_a_key_makes_one_under_j(tmp_path):
     assert (cache / "secureboot/extrescue-sb.crt").is_file() and (out / "extrescue-mok.cer").is_file()
 
 
+def test_check_updates_names_every_pin_and_its_suite():
+    r = make("check-updates")
+    assert r.returncode == 0, r.stderr
+    rows = {line.split()[0]: line for line in r.stdout.splitlines()[1:]}
+    for fields in lock_lines():
+        name, ver, suite = fields[0], fields[4], fields[10]
+        row = rows.get(name, "")
+        assert row.split()[1:3] == [ver, f"({suite})"], row or f"{name}: no line"
+        # What the pin's own suite lists is the pin itself or newer, never older.
+        if suite == "trixie":
+            stable = row.split()[3]
+            assert stable == "=" or subprocess.run(["dpkg", "--compare-versions", stable, "gt", ver]).returncode == 0, row
+    assert not set(rows) - {f[0] for f in lock_lines()}, r.stdout
+
+
 def test_a_tree_git_cannot_name_does_not_build(tmp_path):
     """No build under a made-up version: a tree without .git (or one git
     refuses to read) stops with one line saying what to do; a source archive

@@ -34,7 +34,7 @@ CONTROLLERS = [
     ("ahci", "ahci", ""), ("piix-ide", "ide", ""), ("lsi53c895a", "lsi53c895a", ""),
     ("megasas", "megasas", ""), ("megasas-gen2", "megasas-gen2", ""),
     pytest.param("mptsas1068", "mptsas1068", "", marks=pytest.mark.xfail(strict=True, reason=(
-        "QEMU 7.2's SAS1068 model and Linux 6.12's mptsas: the HBA and its 8 phys come up, "
+        "QEMU 7.2's SAS1068 model and Linux's mptsas (6.12 and 7.2): the HBA and its 8 phys come up, "
         "but no SAS port or end device is ever reported, so no disk appears"))),
     ("pvscsi", "pvscsi", ""), ("am53c974", "am53c974", ""), ("lsi53c810", "lsi53c810", ""),
     ("dc390", "dc390", ""),

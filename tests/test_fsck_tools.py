@@ -4,7 +4,7 @@ import re
 import subprocess
 
 
-from harness import OUT, host
+from harness import OUT, host, upstream_version
 
 E2FS = os.path.join(OUT, "build", "e2fsprogs")
 UPSTREAM_CONF = os.path.join(OUT, "build", "e2fsprogs-src", "misc", "mke2fs.conf.in")
@@ -43,8 +43,9 @@ def test_tools_and_new_volumes(guest, tmp_path):
     assert "MISSING" not in missing, missing
     # The real programs, not busybox applets of the same name.
     assert g.check("readlink -f $(command -v fsck.ext4)") .strip() == "/sbin/e2fsck"
-    assert "e2fsck 1.47.2" in g.run("e2fsck -V")[1]
-    assert "util-linux 2.41" in g.check("lsblk --version")
+    # The pinned versions, as the programs name themselves.
+    assert f"e2fsck {upstream_version('e2fsprogs')}" in g.run("e2fsck -V")[1]
+    assert f"util-linux {upstream_version('util-linux')}" in g.check("lsblk --version")
 
     for dev, label in (("vda", "ours"), ("vdb", "host")):
         status, out = g.run(f"e2fsck -fn /dev/{dev}")

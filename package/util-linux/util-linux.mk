@@ -8,11 +8,9 @@ UTIL_LINUX_PROGS := lsblk blkid findmnt sfdisk fdisk wipefs
 UTIL_LINUX_LICENSE := GPL-2.0-or-later AND LGPL-2.1-or-later AND BSD-3-Clause
 UTIL_LINUX_LICENSE_FILES := COPYING Documentation/licenses/COPYING.GPL-2.0-or-later \
 	Documentation/licenses/COPYING.LGPL-2.1-or-later Documentation/licenses/COPYING.BSD-3-Clause
-# Two of Debian's patches edit Makefile.am files: the test suite's verbosity
-# and the folder lsfd installs to, neither of which this build uses. The
-# generated files are marked current so make does not call for automake
-# (Debian regenerates them all with autogen.sh, which needs gtk-doc and
-# gettext's autopoint).
+# The generated files are marked current so make never calls for automake
+# after a patch touched a Makefile.am (Debian's did, for 2.41; regenerating
+# needs gtk-doc and gettext's autopoint).
 define UTIL_LINUX_POST_PATCH_CMDS
 	$(Q)cd $(UTIL_LINUX_SRC) && now=$$(date +%s.%N) && find . \( -name Makefile.in -o -name configure \
 	 -o -name aclocal.m4 -o -name config.h.in \) -exec touch -d @$$now {} +
