@@ -507,6 +507,9 @@ static void probe_kernel(void)
 
 	long page = sysconf(_SC_PAGESIZE);
 
+	if (page <= 0)
+		page = 4096;
+
 	kernel = extsb_kernel;
 	if (stat("/sys/fs/ext4/features", &st) != 0)
 		return;	/* not running on our kernel (e.g. on a build host): keep the table */

@@ -199,7 +199,9 @@ def test_a_machine_without_a_key_makes_one_under_j(tmp_path):
 def test_check_updates_names_every_pin_and_its_suite():
     r = make("check-updates")
     assert r.returncode == 0, r.stderr
-    rows = {line.split()[0]: line for line in r.stdout.splitlines()[1:]}
+    lines = r.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("NAME ") and "PINNED" in line)
+    rows = {line.split()[0]: line for line in lines[start + 1:]}
     for fields in lock_lines():
         name, ver, suite = fields[0], fields[4], fields[10]
         row = rows.get(name, "")

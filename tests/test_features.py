@@ -88,7 +88,7 @@ def content(folder):
 # One volume: extscan's verdict, a read-only mount read back, a read-write
 # mount written, e2fsck -fn. $1 label, $2 extra mount options, $3 e2fsck options.
 GUEST_ROW = " ".join(r"""row() {
-d=$(blkid -L "$1"); [ -n "$d" ] || { echo "ROW $1 nodev - - - []"; return; };
+d=$(blkid -L "$1"); [ -n "$d" ] || { echo "ROW $1 nodev - - 8 - []"; return; };
 v=$(extscan --json "$d" | tr -d '\n'); why=;
 if mount -o ro${2:+,$2} "$d" /mnt 2>/dev/null; then
  r=$(cd /mnt && find . -type f ! -path './lost+found/*' | sort | xargs cat | sha256sum | cut -c1-64); umount /mnt;
