@@ -161,28 +161,33 @@ static const char *name_of(int set, uint32_t bit)
 	return NULL;
 }
 
-/* The lowest bit of UNSUPPORTED, by name or as "unknown feature 0x...". */
-static void blocker_name(int set, uint32_t unsupported, char *out, size_t size)
+/* The lowest bit of UNSUPPORTED, by name or as "unknown feature 0x..."
+ * (then 1: a bit no version known here names). */
+static int blocker_name(int set, uint32_t unsupported, char *out, size_t size)
 {
 	uint32_t bit = unsupported & -unsupported;
 	const char *name = name_of(set, bit);
 	static const char *const sets[] = {"compat", "incompat", "ro_compat"};
 
 	if (name)
-		snprintf(out, size, "%s", name);
-	else
-		snprintf(out, size, "unknown feature 0x%x (%s)", bit, sets[set]);
+		return snprintf(out, size, "%s", name), 0;
+	snprintf(out, size, "unknown feature 0x%x (%s)", bit, sets[set]);
+	return 1;
 }
 
-enum extsb_access extsb_access(const struct extsb *sb, const struct extsb_support *sup,
-			       char *blocker, size_t size)
+/* extsb_access, also saying whether a newer tool could lift the blocker
+ * (*newer: a block size above SUP's, or a bit nobody names yet). */
+static enum extsb_access access_why(const struct extsb *sb, const struct extsb_support *sup,
+				    char *blocker, size_t size, int *newer)
 {
 	uint32_t bad;
 
 	blocker[0] = 0;
+	*newer = 0;
 	if (sb->log_block_size > sup->max_log_block_size) {
 		snprintf(blocker, size, "block size %u (this kernel takes up to %u)", 1024U << sb->log_block_size,
 			 1024U << sup->max_log_block_size);
+		*newer = 1;
 		return EXTSB_NONE;
 	}
 	/* Linux refuses an encrypted volume whose blocks are larger than a page. */
@@ -193,27 +198,34 @@ enum extsb_access extsb_access(const struct extsb *sb, const struct extsb_suppor
 		return EXTSB_NONE;
 	}
 	if (sup->strict_compat && (bad = sb->compat & ~sup->compat)) {
-		blocker_name(COMPAT, bad, blocker, size);
+		*newer = blocker_name(COMPAT, bad, blocker, size);
 		return EXTSB_NONE;
 	}
 	if ((bad = sb->incompat & ~sup->incompat)) {
-		blocker_name(INCOMPAT, bad, blocker, size);
+		*newer = blocker_name(INCOMPAT, bad, blocker, size);
 		return EXTSB_NONE;
 	}
 	if ((bad = sb->ro_compat & ~sup->ro_compat)) {
-		blocker_name(RO_COMPAT, bad, blocker, size);
+		*newer = blocker_name(RO_COMPAT, bad, blocker, size);
 		return EXTSB_RO;
 	}
 	return EXTSB_RW;
 }
 
+enum extsb_access extsb_access(const struct extsb *sb, const struct extsb_support *sup,
+			       char *blocker, size_t size)
+{
+	int newer;
+
+	return access_why(sb, sup, blocker, size, &newer);
+}
+
 int extsb_needs_newer(const struct extsb *sb, const struct extsb_support *sup)
 {
 	char blocker[96];
+	int newer;
 
-	if (extsb_access(sb, sup, blocker, sizeof(blocker)) == EXTSB_RW)
-		return 0;
-	return !strncmp(blocker, "unknown feature", 15) || !strncmp(blocker, "block size", 10);
+	return access_why(sb, sup, blocker, sizeof(blocker), &newer) != EXTSB_RW && newer;
 }
 
 void extsb_features(const struct extsb *sb, char *out, size_t size)

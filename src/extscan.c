@@ -504,12 +504,10 @@ static void probe_kernel(void)
 		{"casefold", 0, 0x20000}, {"encryption", 0, 0x10000}, {"verity", 1, 0x8000},
 	};
 	struct stat st;
-
 	long page = sysconf(_SC_PAGESIZE);
 
 	if (page <= 0)
 		page = 4096;
-
 	kernel = extsb_kernel;
 	if (stat("/sys/fs/ext4/features", &st) != 0)
 		return;	/* not running on our kernel (e.g. on a build host): keep the table */
