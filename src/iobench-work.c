@@ -1,10 +1,12 @@
 /* Workloads for iobench. Data is pseudo-random (never zeros, which some
  * storage compresses or skips) and every 512 KiB carries its own offset, so
  * the read-back checksum would notice a misplaced block. */
-#define _GNU_SOURCE	/* syncfs */
+#define _GNU_SOURCE	/* syncfs, ppoll */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -314,6 +316,13 @@ static int64_t client(const char *dir, uint64_t per_proc)
 	return work_stop ? -1 : (int64_t)moved;
 }
 
+static int tell_clients(const pid_t *pids, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		kill(pids[i], SIGINT);
+	return 1;
+}
+
 int work_parallel(const char *dir, uint32_t procs, uint64_t per_proc, struct work_result *r)
 {
 	int go[2], report[2];
@@ -356,8 +365,24 @@ int work_parallel(const char *dir, uint32_t procs, uint64_t per_proc, struct wor
 	uint64_t total = 0;
 	int rc = 0;
 	char why[sizeof(work_error)] = "";
+	/* A signal sent to iobench alone (kill, a supervisor; Ctrl-C reaches
+	 * the whole group) would leave the clients writing to their end: they
+	 * hear it from here. It is let in only while waiting (ppoll), so it
+	 * cannot slip in between the look at work_stop and the wait. */
+	sigset_t stops, was;
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGINT);
+	sigaddset(&stops, SIGTERM);
+	sigaddset(&stops, SIGHUP);
+	sigprocmask(SIG_BLOCK, &stops, &was);
+	int told = 0;
 	for (uint32_t i = 0; i < started; i++) {
 		int64_t moved;
+		struct pollfd ready = {.fd = report[0], .events = POLLIN};
+		do {
+			if (work_stop && !told)
+				told = tell_clients(pids, started);
+		} while (ppoll(&ready, 1, NULL, &was) < 0 && errno == EINTR);
 		if (read(report[0], &moved, sizeof(moved)) != sizeof(moved)) {
 			rc = -1;
 			snprintf(why, sizeof(why), "a client died without reporting");
@@ -373,6 +398,7 @@ int work_parallel(const char *dir, uint32_t procs, uint64_t per_proc, struct wor
 	}
 	for (uint32_t i = 0; i < started; i++)
 		waitpid(pids[i], NULL, 0);
+	sigprocmask(SIG_SETMASK, &was, NULL);
 	r->seconds = now() - t0;
 	r->bytes = total;
 	close(report[0]);

@@ -1,4 +1,5 @@
 import os
+import resource
 import shutil
 import sys
 import tempfile
@@ -32,8 +33,26 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     rep = outcome.get_result()
     setattr(item, "rep_" + rep.when, rep)
+    if rep.when == "teardown" and hasattr(item, "_cpu_before"):
+        rep.user_properties.append(("cpu", _cpu_seconds() - item._cpu_before))
     if rep.failed:
         failed_modules.add(item.module.__name__)
+
+
+def _cpu_seconds():
+    """CPU seconds of this process and every child it has reaped: the
+    guests (pexpect waits for QEMU) and host tools."""
+    return sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
+                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
+# A test's CPU seconds beside its wall seconds in the time table: where the
+# two part, the test waits (a timeout, a sleep, an idle guest) and leaves
+# its core unused.
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_setup(item):
+    item._cpu_before = _cpu_seconds()
+    yield
 
 
 @pytest.fixture(autouse=True)
@@ -123,21 +142,22 @@ def pytest_collection_modifyitems(session, config, items):
     items[:] = [item for _, tests in units for item in tests]
 
 
-# Seconds (setup + call + teardown) and outcome per test. Under xdist the
+# Seconds (setup + call + teardown), outcome and CPU seconds per test. Under xdist the
 # workers' reports reach the controller too, which alone writes the table.
 _times = {}
 _started = time.monotonic()
 
 
 def pytest_runtest_logreport(report):
-    seconds, outcome = _times.get(report.nodeid, (0.0, "passed"))
+    seconds, outcome, cpu = _times.get(report.nodeid, (0.0, "passed", None))
+    cpu = dict(report.user_properties).get("cpu", cpu)
     if report.failed:
         outcome = "failed"
     elif report.skipped and outcome == "passed":
         outcome = "xfailed" if hasattr(report, "wasxfail") else "skipped"
     elif report.when == "call" and hasattr(report, "wasxfail"):
         outcome = "xpassed"
-    _times[report.nodeid] = (seconds + report.duration, outcome)
+    _times[report.nodeid] = (seconds + report.duration, outcome, cpu)
 
 
 def pytest_unconfigure(config):

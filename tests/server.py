@@ -300,13 +300,18 @@ def copy_layout(folder, name, layout):
 UNLOCK = r"Please unlock disk \S+: "
 
 
+# Under SeaBIOS the first thing on the serial console is GRUB (its menu,
+# 0.6 s after QEMU starts here); SeaBIOS itself writes only to the screen.
+BIOS_SILENCE = 15
+
+
 def boot_server(guest_factory, name, layout, expect_login=True, timeout=600):
     """Boots the server from its own disks with its firmware; for an encrypted
     root, types the passphrase at its initramfs prompt. Returns (guest,
     seconds): at its login prompt, or stuck on the way (guest.stuck says
     where). A disk SeaBIOS cannot boot shows nothing at all on the serial
-    console (SeaBIOS writes to the screen): with expect_login False, silence
-    for TIMEOUT seconds counts as stuck there."""
+    console: silence for BIOS_SILENCE seconds counts as stuck there (with
+    expect_login False) or fails the boot."""
     args = ["--own-disk", "--mem", "1024"]
     for d in layout["disks"]:
         args += ["--disk", f"{d},if=virtio-blk,rw"]
@@ -314,6 +319,15 @@ def boot_server(guest_factory, name, layout, expect_login=True, timeout=600):
         args += ["--firmware", "uefi", "--efivars", layout["vars"]]
     g = guest_factory(name, args, boot_timeout=timeout)
     g.stuck = None
+    if layout["firmware"] == "bios":
+        deadline = time.monotonic() + scaled(BIOS_SILENCE)
+        while not g.serial_log().strip() and time.monotonic() < deadline and g.child.isalive():
+            time.sleep(0.1)
+        if not g.serial_log().strip():
+            g.stuck = f"nothing on the serial console for {BIOS_SILENCE} s: no boot loader"
+            if expect_login:
+                raise GuestError(f"{name}: {g.stuck}; log {g.log_path}")
+            return g, time.monotonic() - g.started
     try:
         while True:
             i = g.expect([UNLOCK, LOGIN] + STUCK, scaled(timeout), "the server's login prompt or where it stopped")

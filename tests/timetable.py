@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Where the minutes of `make test` go: each test's seconds (setup, call and
-teardown), written by conftest.py at the end of a run to out/<arch>/test-times.tsv,
+teardown) and the CPU seconds it and its guests used, written by conftest.py at the end of a run to out/<arch>/test-times.tsv,
 and read back here for the table `make test` ends with (`make test-times`
 prints it again). The modules' totals also order the next run, slowest
 first; tests/durations holds them for a tree that has not run yet
@@ -24,31 +24,32 @@ def module_of(nodeid):
 
 
 def record(times, append=False, wall=None):
-    """Writes TIMES ({nodeid: (seconds, outcome)}) and the run's wall time."""
+    """Writes TIMES ({nodeid: (seconds, outcome, CPU seconds or None)}) and the run's wall time."""
     os.makedirs(OUT, exist_ok=True)
     with open(TIMES, "a" if append else "w") as f:
         if wall is not None:
             f.write(f"#wall\t{wall:.1f}\n")
-        for nodeid, (seconds, outcome) in sorted(times.items()):
-            f.write(f"{seconds:.2f}\t{outcome}\t{nodeid}\n")
+        for nodeid, (seconds, outcome, cpu) in sorted(times.items()):
+            f.write(f"{seconds:.2f}\t{outcome}\t{nodeid}\t{'-' if cpu is None else f'{cpu:.2f}'}\n")
 
 
 def read(path=TIMES):
-    """[(seconds, outcome, nodeid)] and the walls of the run at PATH."""
+    """[(seconds, outcome, nodeid, CPU seconds or None)] and the walls of the run at PATH."""
     rows, walls = [], []
     with open(path) as f:
         for line in f:
             fields = line.rstrip("\n").split("\t")
             if fields[0] == "#wall":
                 walls.append(float(fields[1]))
-            elif len(fields) == 3:
-                rows.append((float(fields[0]), fields[1], fields[2]))
+            elif len(fields) in (3, 4):          # a table from before the CPU column has three
+                cpu = fields[3] if len(fields) == 4 else "-"
+                rows.append((float(fields[0]), fields[1], fields[2], None if cpu == "-" else float(cpu)))
     return rows, walls
 
 
 def module_seconds(rows):
     totals = {}
-    for seconds, _, nodeid in rows:
+    for seconds, _, nodeid, _ in rows:
         totals[module_of(nodeid)] = totals.get(module_of(nodeid), 0.0) + seconds
     return totals
 
@@ -74,7 +75,7 @@ def expected_test_seconds():
     "@group" suffix dropped), empty before a first run."""
     for path in (LAST, TIMES):
         if os.path.exists(path):
-            return {nodeid.split("@")[0]: seconds for seconds, _, nodeid in read(path)[0]}
+            return {nodeid.split("@")[0]: seconds for seconds, _, nodeid, _ in read(path)[0]}
     return {}
 
 
@@ -82,19 +83,32 @@ def minutes(seconds):
     return f"{int(seconds // 60)}m{seconds % 60:04.1f}s"
 
 
+def cpu_text(seconds, cpu):
+    return "" if cpu is None else f"  ({cpu:.0f} s CPU, {100 * cpu / max(seconds, 0.01):.0f}%)"
+
+
 def table(rows, walls, slowest=10):
     counts = {}
-    for _, outcome, _ in rows:
+    for _, outcome, _, _ in rows:
         counts[outcome] = counts.get(outcome, 0) + 1
     lines = ["test times: " + ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))
              + f"; {minutes(sum(r[0] for r in rows))} of tests"
              + (f" in {minutes(sum(walls))} of wall time" if walls else "")]
+    measured = [r for r in rows if r[3] is not None]
+    if measured:
+        lines.append(f"CPU: {minutes(sum(r[3] for r in measured))} in {minutes(sum(r[0] for r in measured))} "
+                     f"of tests that say ({100 * sum(r[3] for r in measured) / max(sum(r[0] for r in measured), 0.01):.0f}%; "
+                     "the rest is waiting)")
     lines.append(f"the {slowest} slowest tests:")
-    for seconds, outcome, nodeid in sorted(rows, reverse=True)[:slowest]:
-        lines.append(f"  {seconds:8.1f} s  {nodeid}{'' if outcome == 'passed' else '  (' + outcome + ')'}")
+    for seconds, outcome, nodeid, cpu in sorted(rows, reverse=True)[:slowest]:
+        lines.append(f"  {seconds:8.1f} s  {nodeid}{'' if outcome == 'passed' else '  (' + outcome + ')'}"
+                     + cpu_text(seconds, cpu))
     lines.append("per module:")
+    cpus = {}
+    for _, _, nodeid, cpu in measured:
+        cpus[module_of(nodeid)] = cpus.get(module_of(nodeid), 0.0) + cpu
     for m, seconds in sorted(module_seconds(rows).items(), key=lambda kv: -kv[1]):
-        lines.append(f"  {seconds:8.1f} s  {m}")
+        lines.append(f"  {seconds:8.1f} s  {m}" + cpu_text(seconds, cpus.get(m)))
     return "\n".join(lines)
 
 
