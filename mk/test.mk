@@ -7,17 +7,19 @@ export EXTRESCUE_TIMEOUT_SCALE
 
 .PHONY: test test-times test-build test-boot test-server run smoke bench bench-fsck bench-scratch bench-kernel bench-io bench-assemble bench-crash bench-consoles bench-net bench-netboot repro-check check-fresh
 # Guests run TEST_JOBS at a time (pytest-xdist); each is one TCG thread, so
-# one a core. The tests that rebuild the image run first, alone. The host
-# builds of our tools that tests run are made here, once, not by two
-# workers at a time. Both parts run whatever the first gave, and the time
-# table comes after them; the target fails if either failed.
+# one a core. The tests that rebuild the image run first, with only the
+# tests beside them that neither boot it nor run make (e2fsprogs' own
+# suite), so no core waits. The host builds of our tools that tests run are
+# made here, once, not by two workers at a time. Both parts run whatever the
+# first gave, and the time table comes after them; the target fails if
+# either failed.
 TEST_JOBS ?= $(shell n=$$(nproc); [ $$n -gt 8 ] && n=8; echo $$n)
 TEST_HOST_TOOLS := $(addprefix $(SRC_OBJ)/host/,extscan cmdline authkeys report inroot) \
 	$(SRC_OBJ)/test-fast-string $(SRC_OBJ)/test-aligned-alloc
 test: all $(STAMPS)/virt-firmware $(TEST_HOST_TOOLS) ## run the whole test suite (boots, controllers, e2fsprogs suite, build checks), then its time table
 	$(Q)a=0 b=0; mv -f $(OUT)/test-times.tsv $(OUT)/test-times-last.tsv 2>/dev/null || true; \
-	 $(PYTEST) -q -p no:cacheprovider -m serial tests/ || a=$$?; \
-	 EXTRESCUE_TIMES_APPEND=1 $(PYTEST) -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadgroup -m 'not serial' tests/ || b=$$?; \
+	 $(PYTEST) -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadgroup -m 'serial or beside_serial' tests/ || a=$$?; \
+	 EXTRESCUE_TIMES_APPEND=1 $(PYTEST) -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadgroup -m 'not serial and not beside_serial' tests/ || b=$$?; \
 	 tests/timetable.py; \
 	 [ $$a = 0 ] && [ $$b = 0 ]
 

@@ -8,8 +8,13 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
+import harness  # noqa: E402
 from harness import Guests  # noqa: E402
+import server  # noqa: E402
 import timetable  # noqa: E402
+
+# Direct kernel boots take the initramfs before compression (see harness.py).
+harness.DIRECT_INITRD = harness.RAW_INITRD
 
 
 @pytest.fixture
@@ -92,7 +97,10 @@ def pytest_sessionstart(session):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "server: the real-server end-to-end suite (make test-server)")
-    config.addinivalue_line("markers", "serial: rebuilds what other tests boot; runs alone, before the parallel part")
+    config.addinivalue_line("markers", "serial: rebuilds what other tests boot; runs before the parallel part, "
+                            "one worker to itself")
+    config.addinivalue_line("markers", "beside_serial: neither boots the image nor runs make in the tree; "
+                            "runs beside the serial tests")
 
 
 # Two guests at a time (pytest-xdist, --dist loadgroup): a test that shares a
@@ -108,36 +116,51 @@ def pytest_configure(config):
 # "built" runs make for a host tool make test built already; "golden" is one
 # mke2fs on the host.
 CHEAP_SHARED = {"tmp_path_factory", "_drop_module_folders", "worker_id", "testrun_uid",
-                "server", "uefi_server", "encrypted_server", "built", "golden"}
+                "built", "golden"} | set(server.CACHED_SERVERS)
+# A server not in the cache yet holds its tests together instead: spread,
+# both workers would start on it, one building for minutes, the other
+# waiting on the cache's lock with its core unused. Seconds a build adds to
+# its group's expected time, for the order.
+BUILD_GUESS = 300
 
 
-def _shares_a_fixture(item):
+def _group(item, cold):
+    """The xdist group ITEM must share a worker with, or None."""
     info = getattr(item, "_fixtureinfo", None)
     for name in getattr(info, "names_closure", []):
+        if name in cold:
+            return "server-image-" + name
         if name in CHEAP_SHARED:
             continue
         if any(d.scope in ("module", "package", "session") for d in info.name2fixturedefs.get(name) or ()):
-            return True
-    return False
+            return item.module.__name__
+    return None
 
 
 # Before xdist reads the groups (its own hook runs first otherwise).
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session, config, items):
     per_module, per_test = timetable.expected_module_seconds(), timetable.expected_test_seconds()
-    modules = {}
+    used = {n for i in items for n in getattr(getattr(i, "_fixtureinfo", None), "names_closure", [])}
+    cold = {f for f, name in server.CACHED_SERVERS.items() if f in used and not server.in_cache(name)}
+    per_module_count = {}
     for item in items:
-        modules.setdefault(item.module.__name__, []).append(item)
-    units = []
-    for m, tests in modules.items():
-        def guess(item):
-            return per_test.get(item.nodeid, per_module.get(m, 60) / len(tests))
-        if any(_shares_a_fixture(i) for i in tests):
-            for item in tests:
-                item.add_marker(pytest.mark.xdist_group(m))
-            units.append((sum(guess(i) for i in tests), tests))
+        per_module_count[item.module.__name__] = per_module_count.get(item.module.__name__, 0) + 1
+
+    def guess(item):
+        m = item.module.__name__
+        return per_test.get(item.nodeid, per_module.get(m, 60) / per_module_count[m])
+    groups, units = {}, []
+    for item in items:
+        g = _group(item, cold)
+        if g is None:
+            units.append((guess(item), [item]))
         else:
-            units += [(guess(i), [i]) for i in tests]
+            groups.setdefault(g, []).append(item)
+    for g, tests in groups.items():
+        for item in tests:
+            item.add_marker(pytest.mark.xdist_group(g))
+        units.append((sum(guess(i) for i in tests) + (BUILD_GUESS if g.startswith("server-image-") else 0), tests))
     units.sort(key=lambda u: -u[0])
     items[:] = [item for _, tests in units for item in tests]
 

@@ -12,6 +12,7 @@ builds, the other waits and then uses it.
 EXTRESCUE_IMAGE_CACHE=off builds every server afresh, as a first run does."""
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -24,8 +25,10 @@ from harness import TOP
 CACHE = os.path.join(os.environ.get("EXTRESCUE_CACHE") or os.path.expanduser("~/.cache/extrescue"),
                      "server-images")
 # Tests that build or shape a server; the rest of tests/ does not change one.
+# (harness.py only drives guests: what they are started with is qemu/run's,
+# an input as every tracked file outside tests/ is.)
 BUILDERS = ("tests/server.py", "tests/server_encrypted.py", "tests/disks.py", "tests/stacks.py",
-            "tests/harness.py", "tests/image_cache.py", "tests/server/build-fixture", "tests/server/packages")
+            "tests/image_cache.py", "tests/server/build-fixture", "tests/server/packages")
 # Tracked files that change no byte of a server.
 NOT_INPUTS = ("README.md", "LICENSE")
 
@@ -46,6 +49,14 @@ def _tool_version(argv):
     return (r.stdout + r.stderr).splitlines()[:1]
 
 
+# The Debian tarball is hashed once per process (0.7 GB; the scheduler asks
+# for every server before the run, the fixtures again).
+@functools.lru_cache(maxsize=None)
+def _file_digest(path, size, mtime_ns):
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").digest()
+
+
 def key(name, tarball):
     """The cache key of server NAME unpacked from TARBALL."""
     h = hashlib.sha256(f"{name}\0".encode())
@@ -56,9 +67,8 @@ def key(name, tarball):
         if os.path.isfile(path):      # a deleted, not yet committed file is no input
             with open(path, "rb") as f:
                 h.update(rel.encode() + b"\0" + hashlib.sha256(f.read()).digest())
-    with open(tarball, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
+    st = os.stat(tarball)
+    h.update(_file_digest(tarball, st.st_size, st.st_mtime_ns))
     for argv in (["mke2fs", "-V"], ["qemu-system-x86_64", "--version"]):
         h.update(json.dumps(_tool_version(argv)).encode())
     return h.hexdigest()[:24]
@@ -87,6 +97,12 @@ def _absolute(layout, folder):
     def ab(v):
         return os.path.join(folder, v[len(PLACE):]) if isinstance(v, str) and v.startswith(PLACE) else v
     return {k: [ab(d) for d in v] if isinstance(v, list) else ab(v) for k, v in layout.items()}
+
+
+def ready(name, tarball):
+    """Whether server NAME unpacked from TARBALL is in the cache."""
+    return os.environ.get("EXTRESCUE_IMAGE_CACHE") != "off" and \
+        os.path.exists(os.path.join(CACHE, f"{name}-{key(name, tarball)}", "layout.json"))
 
 
 def cached(name, tarball, build, scratch):

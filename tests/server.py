@@ -219,12 +219,28 @@ def build(folder, guest_factory, firmware="bios"):
     return layout, sums, time.monotonic() - start
 
 
+# The module fixtures that give a built server, and its name in the image cache.
+CACHED_SERVERS = {"server": "bios", "uefi_server": "uefi", "encrypted_server": "encrypted LVM on RAID1"}
+
+
+def _slug(name):
+    return "".join(c if c.isalnum() else "-" for c in name)
+
+
+def in_cache(name):
+    """Whether server NAME's image cache entry for today's inputs is there;
+    builds nothing (no tarball yet: not there)."""
+    r = host([FIXTURE, "--where"])
+    tarball = r.stdout.strip()
+    return r.returncode == 0 and os.path.isfile(tarball) and image_cache.ready(_slug(name), tarball)
+
+
 def build_once(tmp_path_factory, name, builder):
     """Server NAME for a module's scenarios to copy: from the image cache
     (tests/image_cache.py), or built by BUILDER(folder, guest_factory) with
     its guests killed whatever happens (their logs kept in out/<arch>/test-logs/
     when it fails); prints the seconds it took. Returns (layout, {path: sha256})."""
-    slug = "".join(c if c.isalnum() else "-" for c in name)
+    slug = _slug(name)
 
     def build(folder):
         guests = Guests()

@@ -1,7 +1,13 @@
 """e2fsprogs' own test suite, run on the binaries that go into the image."""
 import os
 
+import pytest
+
 from harness import OUT, TOP, host
+
+# It runs make in e2fsprogs' own build folder, which the serial test's
+# rebuild of mdadm and the image leaves alone (it checks that it does).
+pytestmark = pytest.mark.beside_serial
 
 
 def test_upstream_suite_passes():
