@@ -103,9 +103,9 @@ def pytest_configure(config):
                             "runs beside the serial tests")
 
 
-# Two guests at a time (pytest-xdist, --dist loadgroup): a test that shares a
+# Two guests at a time (pytest-xdist, --dist loadgroup): a test that uses a
 # module-scoped fixture (a preparation boot) runs on the same worker as the
-# rest of its module, so the fixture is made once; every other test goes
+# other tests of its module that use it, so the fixture is made once; every other test goes
 # wherever a worker is free. The longest units (a module held together, or
 # one test) are handed out first, by their times in the last run here (else
 # tests/durations), so no long one is left for the end.
@@ -124,11 +124,19 @@ CHEAP_SHARED = {"tmp_path_factory", "_drop_module_folders", "worker_id", "testru
 BUILD_GUESS = 300
 
 
+def _cached_server(info, name):
+    """Whether fixture NAME is one that takes a server from the image cache
+    (test_netboot's own "server" is its HTTP server)."""
+    return name in server.CACHED_SERVERS and any(
+        getattr(sys.modules.get(d.func.__module__), "build_once", None) is server.build_once
+        for d in info.name2fixturedefs.get(name) or ())
+
+
 def _group(item, cold):
     """The xdist group ITEM must share a worker with, or None."""
     info = getattr(item, "_fixtureinfo", None)
     for name in getattr(info, "names_closure", []):
-        if name in cold:
+        if name in cold and _cached_server(info, name):
             return "server-image-" + name
         if name in CHEAP_SHARED:
             continue
@@ -141,7 +149,8 @@ def _group(item, cold):
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session, config, items):
     per_module, per_test = timetable.expected_module_seconds(), timetable.expected_test_seconds()
-    used = {n for i in items for n in getattr(getattr(i, "_fixtureinfo", None), "names_closure", [])}
+    used = {n for i in items if getattr(i, "_fixtureinfo", None)
+            for n in i._fixtureinfo.names_closure if _cached_server(i._fixtureinfo, n)}
     cold = {f for f, name in server.CACHED_SERVERS.items() if f in used and not server.in_cache(name)}
     per_module_count = {}
     for item in items:

@@ -287,6 +287,9 @@ def wait_file(path, timeout=20):
     return os.path.exists(path)
 
 
+# A fake host and a stand-in QEMU: it boots nothing and runs no make, and
+# mostly waits, so it goes beside the serial test.
+@pytest.mark.beside_serial
 def test_vfio_devices_come_back_on_every_way_out(tmp_path):
     vfio_all = None
     # A failure after the second of three binds: all three given back.
