@@ -8,8 +8,9 @@ export EXTRESCUE_TIMEOUT_SCALE
 .PHONY: test test-times test-build test-boot test-server run smoke bench bench-fsck bench-scratch bench-kernel bench-io bench-assemble bench-crash bench-consoles bench-net bench-netboot repro-check check-fresh
 # Guests run TEST_JOBS at a time (pytest-xdist); each is one TCG thread, so
 # one a core. The tests that rebuild the image run first, with only the
-# tests beside them that neither boot it nor run make (e2fsprogs' own
-# suite), so no core waits. The host builds of our tools that tests run are
+# tests beside them that neither boot it nor run make in the tree
+# (e2fsprogs' own suite in its build folder, the passthrough runner's
+# way-out checks), so no core waits. The host builds of our tools that tests run are
 # made here, once, not by two workers at a time. Both parts run whatever the
 # first gave, and the time table comes after them; the target fails if
 # either failed.

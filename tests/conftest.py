@@ -105,10 +105,12 @@ def pytest_configure(config):
 
 # Two guests at a time (pytest-xdist, --dist loadgroup): a test that uses a
 # module-scoped fixture (a preparation boot) runs on the same worker as the
-# other tests of its module that use it, so the fixture is made once; every other test goes
-# wherever a worker is free. The longest units (a module held together, or
+# other tests of its module that use it, so the fixture is made once; every
+# other test goes wherever a worker is free. The longest units (a group, or
 # one test) are handed out first, by their times in the last run here (else
-# tests/durations), so no long one is left for the end.
+# tests/durations), so no long one is left for the end; a serial test comes
+# before all, so that the tests beside it fill the other worker and not the
+# time after it.
 #
 # Module fixtures a worker can make for itself do not hold a module together:
 # the built servers come from the image cache under a lock
@@ -170,7 +172,7 @@ def pytest_collection_modifyitems(session, config, items):
         for item in tests:
             item.add_marker(pytest.mark.xdist_group(g))
         units.append((sum(guess(i) for i in tests) + (BUILD_GUESS if g.startswith("server-image-") else 0), tests))
-    units.sort(key=lambda u: -u[0])
+    units.sort(key=lambda u: (not any(i.get_closest_marker("serial") for i in u[1]), -u[0]))
     items[:] = [item for _, tests in units for item in tests]
 
 

@@ -63,6 +63,13 @@ RAW_INITRD = os.path.join(OUT, "build", "initramfs.cpio")
 DIRECT_INITRD = None
 
 
+def _made_before_image(raw):
+    """RAW is there and no newer than the image's initramfs compressed from it
+    (a build stopped between the two leaves a cpio the image does not carry)."""
+    image = os.path.join(OUT, "initramfs.cpio.zst")
+    return os.path.exists(raw) and os.path.exists(image) and os.path.getmtime(raw) <= os.path.getmtime(image)
+
+
 def scaled(seconds):
     return seconds * SCALE
 
@@ -137,7 +144,7 @@ class Guest(Shell):
         os.makedirs(LOGS, exist_ok=True)
         self.name = name
         self.log_path = os.path.join(LOGS, f"{name}.log")
-        if "--direct" in args and "--initrd" not in args and DIRECT_INITRD and os.path.exists(DIRECT_INITRD):
+        if "--direct" in args and "--initrd" not in args and DIRECT_INITRD and _made_before_image(DIRECT_INITRD):
             args = ["--initrd", DIRECT_INITRD] + list(args)
         self.cmd = [RUN, "--serial-log", self.log_path, "--smp", SMP] + list(args)
         self.boot_timeout = boot_timeout

@@ -52,7 +52,7 @@ def _tool_version(argv):
 # The Debian tarball is hashed once per process (0.7 GB; the scheduler asks
 # for every server before the run, the fixtures again).
 @functools.lru_cache(maxsize=None)
-def _file_digest(path, size, mtime_ns):
+def _file_digest(path, ino, size, mtime_ns, ctime_ns):
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").digest()
 
@@ -68,7 +68,7 @@ def key(name, tarball):
             with open(path, "rb") as f:
                 h.update(rel.encode() + b"\0" + hashlib.sha256(f.read()).digest())
     st = os.stat(tarball)
-    h.update(_file_digest(tarball, st.st_size, st.st_mtime_ns))
+    h.update(_file_digest(tarball, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
     for argv in (["mke2fs", "-V"], ["qemu-system-x86_64", "--version"]):
         h.update(json.dumps(_tool_version(argv)).encode())
     return h.hexdigest()[:24]

@@ -316,8 +316,9 @@ def copy_layout(folder, name, layout):
 UNLOCK = r"Please unlock disk \S+: "
 
 
-# Under SeaBIOS the first thing on the serial console is GRUB (its menu,
-# 0.6 s after QEMU starts here); SeaBIOS itself writes only to the screen.
+# Under SeaBIOS the first thing on the serial console is GRUB ("Booting
+# `Debian GNU/Linux'", well within a second of QEMU's start here); SeaBIOS
+# itself writes only to the screen.
 BIOS_SILENCE = 15
 
 
@@ -340,7 +341,9 @@ def boot_server(guest_factory, name, layout, expect_login=True, timeout=600):
         while not g.serial_log().strip() and time.monotonic() < deadline and g.child.isalive():
             time.sleep(0.1)
         if not g.serial_log().strip():
-            g.stuck = f"nothing on the serial console for {BIOS_SILENCE} s: no boot loader"
+            if not g.child.isalive():
+                raise GuestError(f"{name}: QEMU exited before the boot loader; log {g.log_path}")
+            g.stuck = f"nothing on the serial console for {scaled(BIOS_SILENCE):.0f} s: no boot loader"
             if expect_login:
                 raise GuestError(f"{name}: {g.stuck}; log {g.log_path}")
             return g, time.monotonic() - g.started

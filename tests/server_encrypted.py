@@ -44,12 +44,14 @@ def configure(tree):
                 f"ARRAY /dev/md/1 metadata=1.2 UUID={MD_ROOT_UUID} name=xrserver:1\n")
     # Under TCG, update-initramfs with Debian's MODULES=most runs for 10
     # minutes (an exec per module); the modules this machine's root needs
-    # (found from the running system, plus the virtio disk it boots from)
-    # take a fraction of that and boot the same way.
-    with open(os.path.join(tree, "etc", "initramfs-tools", "conf.d", "modules-dep"), "w") as f:
+    # (found from the running system; the virtio disk it boots from is named
+    # in the fixture's modules file) take a fraction of that and boot the
+    # same way. The fixture's own MODULES=list, read after modules-dep, is for
+    # the plain servers' one disk.
+    conf = os.path.join(tree, "etc", "initramfs-tools", "conf.d")
+    os.unlink(os.path.join(conf, "xr-targeted"))
+    with open(os.path.join(conf, "modules-dep"), "w") as f:
         f.write("MODULES=dep\n")
-    with open(os.path.join(tree, "etc", "initramfs-tools", "modules"), "a") as f:
-        f.write("virtio_pci\nvirtio_blk\n")
 
 
 def build(folder, guest_factory):
