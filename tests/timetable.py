@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where the minutes of `make test` go: each test's seconds (setup, call and
-teardown) and the CPU seconds it and its guests used, written by conftest.py at the end of a run to out/<arch>/test-times.tsv,
-and read back here for the table `make test` ends with (`make test-times`
+teardown) and the CPU seconds it and its guests used, written by conftest.py
+at the end of a run to out/<arch>/test-times.tsv, and read back here for the table `make test` ends with (`make test-times`
 prints it again). The modules' totals also order the next run, slowest
 first; tests/durations holds them for a tree that has not run yet
 (`tests/timetable.py --save` refreshes it from the last run).
@@ -47,10 +47,11 @@ def read(path=TIMES):
     return rows, walls
 
 
-def module_seconds(rows):
+def module_seconds(rows, field=0):
+    """{module: sum of FIELD (0 seconds, 3 CPU seconds) over its ROWS}."""
     totals = {}
-    for seconds, _, nodeid, _ in rows:
-        totals[module_of(nodeid)] = totals.get(module_of(nodeid), 0.0) + seconds
+    for row in rows:
+        totals[module_of(row[2])] = totals.get(module_of(row[2]), 0.0) + row[field]
     return totals
 
 
@@ -96,17 +97,15 @@ def table(rows, walls, slowest=10):
              + (f" in {minutes(sum(walls))} of wall time" if walls else "")]
     measured = [r for r in rows if r[3] is not None]
     if measured:
-        lines.append(f"CPU: {minutes(sum(r[3] for r in measured))} in {minutes(sum(r[0] for r in measured))} "
-                     f"of tests that say ({100 * sum(r[3] for r in measured) / max(sum(r[0] for r in measured), 0.01):.0f}%; "
-                     "the rest is waiting)")
+        cpu, wall = sum(r[3] for r in measured), sum(r[0] for r in measured)
+        lines.append(f"CPU: {minutes(cpu)} in {minutes(wall)} of tests that say "
+                     f"({100 * cpu / max(wall, 0.01):.0f}%; the rest is waiting)")
     lines.append(f"the {slowest} slowest tests:")
     for seconds, outcome, nodeid, cpu in sorted(rows, reverse=True)[:slowest]:
         lines.append(f"  {seconds:8.1f} s  {nodeid}{'' if outcome == 'passed' else '  (' + outcome + ')'}"
                      + cpu_text(seconds, cpu))
     lines.append("per module:")
-    cpus = {}
-    for _, _, nodeid, cpu in measured:
-        cpus[module_of(nodeid)] = cpus.get(module_of(nodeid), 0.0) + cpu
+    cpus = module_seconds(measured, field=3)
     for m, seconds in sorted(module_seconds(rows).items(), key=lambda kv: -kv[1]):
         lines.append(f"  {seconds:8.1f} s  {m}" + cpu_text(seconds, cpus.get(m)))
     return "\n".join(lines)
