@@ -122,12 +122,23 @@ class Shell:
         # The markers are split with quotes so the echoed command never matches.
         b1, b2 = begin[:4], begin[4:]
         e1, e2 = end[:4], end[4:]
-        self.child.sendline(f"echo {b1}''{b2}; {command}; echo {e1}''{e2}$?__")
+        self.send_command(f"echo {b1}''{b2}; {command}; echo {e1}''{e2}$?__")
         self.expect([re.escape(begin) + r"\r*\n"], scaled(timeout), f"start of '{command}'")
         self.expect([re.escape(end) + r"(\d+)__"], scaled(timeout), f"end of '{command}'")
         output = self.child.before.replace("\r\n", "\n").replace("\r", "")
         status = int(self.child.match.group(1))
         return status, output
+
+    def send_command(self, line):
+        """Sends LINE to the shell without pexpect's pause before a send (50 ms,
+        for programs that flush their input as they turn echo off, such as a
+        password prompt; kept for the raw sendline()s that answer one): a shell
+        at its prompt loses nothing, and every command of the suite is one."""
+        pause, self.child.delaybeforesend = self.child.delaybeforesend, None
+        try:
+            self.child.sendline(line)
+        finally:
+            self.child.delaybeforesend = pause
 
     def check(self, command, timeout=60):
         """Runs COMMAND and fails unless it exits 0; returns its output."""
@@ -163,7 +174,7 @@ class Guest(Shell):
 
     def poweroff(self, command="poweroff -f"):
         """Powers off with COMMAND (plain `poweroff` runs extrescue's way out)."""
-        self.child.sendline(command)
+        self.send_command(command)
         self.expect([pexpect.EOF], scaled(60), "QEMU to exit after poweroff")
         self.child.close()
         return self.child.exitstatus

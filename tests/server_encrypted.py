@@ -106,6 +106,17 @@ def build(folder, guest_factory):
     return layout, sums, time.monotonic() - start
 
 
+def build_damaged(folder, guest_factory):
+    """The encrypted server as build() makes it, then its root damaged by
+    damage(): where both scenarios begin, so the image cache keeps it so (a
+    rescue boot of 15 s a scenario). Returns (layout, {"files": {path:
+    sha256}, "damaged": [paths the damage may take]}, seconds to build)."""
+    start = time.monotonic()
+    layout, sums, _ = build(folder, guest_factory)
+    damaged = damage(guest_factory, "server-damage", layout, sums)
+    return layout, {"files": sums, "damaged": sorted(damaged)}, time.monotonic() - start
+
+
 def damage(guest_factory, name, layout, sums):
     """Damages the root filesystem inside LUKS as plan_damage says, from a
     rescue boot (the host cannot see through the encryption), and records

@@ -10,15 +10,17 @@ import pytest
 
 from harness import host
 from server import boot_server, build_once, copy_layout, figures, login, rescue_boot, unattended_repair
-from server_encrypted import BOOT_MIB, ROOT_LV, SECRET, VG, build, damage, stick
+from server_encrypted import BOOT_MIB, ROOT_LV, SECRET, VG, build_damaged, stick
 
 pytestmark = pytest.mark.server
 
 
 @pytest.fixture(scope="module")
 def encrypted_server(tmp_path_factory):
-    """The encrypted server's two disks, built once for the module."""
-    return build_once(tmp_path_factory, "encrypted LVM on RAID1", build)
+    """The encrypted server's two disks, its root damaged (server_encrypted.build_damaged),
+    built once for the module: (layout, its data set's sums, the paths the damage may take)."""
+    layout, made = build_once(tmp_path_factory, "encrypted LVM on RAID1", build_damaged)
+    return layout, made["files"], set(made["damaged"])
 
 
 def data_intact(g, sums, damaged):
@@ -31,9 +33,8 @@ def data_intact(g, sums, damaged):
 
 
 def test_encrypted_root_repaired_unattended(guest, encrypted_server, tmp_path):
-    base, sums = encrypted_server
+    base, sums, damaged = encrypted_server
     lay = copy_layout(str(tmp_path), "s1e", base)
-    damaged = damage(guest, "s1e-damage", lay, sums)
     g, failing = boot_server(guest, "s1e-broken", lay, expect_login=False)
     g.kill()
     usb = stick(str(tmp_path))
@@ -55,9 +56,8 @@ def test_encrypted_root_repaired_unattended(guest, encrypted_server, tmp_path):
 
 
 def test_mirror_leg_missing_repaired_degraded(guest, encrypted_server, tmp_path):
-    base, sums = encrypted_server
+    base, sums, damaged = encrypted_server
     lay = copy_layout(str(tmp_path), "s5", base)
-    damaged = damage(guest, "s5-damage", lay, sums)
     lay["disks"] = lay["disks"][:1]                   # the second disk gone
     g, failing = boot_server(guest, "s5-broken", lay, expect_login=False)
     g.kill()
