@@ -1,13 +1,14 @@
 """Built server disks kept between runs, outside the tree: a server takes
 minutes of preparation boots to build, and the same inputs build the same
-server. An entry is keyed by the sha256 of everything that goes into it:
-every tracked file outside tests/ (the rescue image's sources and pins, whose
-tools lay out and install the server), the test files that build it, the
-Debian tarball it is unpacked from, and the host's mke2fs and QEMU. Any
-change to one of them builds the server again; an entry is written under a
-temporary name and renamed whole, so a killed build leaves nothing that
-looks finished. Workers of a parallel run take a lock per server: one
-builds, the other waits and then uses it.
+server. The assemble tests' md/LVM/LUKS member images, made in a preparation
+boot of the image, are kept the same way. An entry is keyed by the sha256 of
+everything that goes into it: every tracked file outside tests/ (the rescue
+image's sources and pins, whose tools lay out and install the server), the
+test files that build it, the Debian tarball it is unpacked from (if any),
+and the host's mke2fs and QEMU. Any change to one of them builds the entry
+again; an entry is written under a temporary name and renamed whole, so a
+killed build leaves nothing that looks finished. Workers of a parallel run
+take a lock per entry: one builds, the other waits and then uses it.
 
 EXTRESCUE_IMAGE_CACHE=off builds every server afresh, as a first run does."""
 import contextlib
@@ -58,7 +59,8 @@ def _file_digest(path, ino, size, mtime_ns, ctime_ns):
 
 
 def key(name, tarball):
-    """The cache key of server NAME unpacked from TARBALL."""
+    """The cache key of server NAME unpacked from TARBALL (None: images made
+    without one, by the image's own tools)."""
     h = hashlib.sha256(f"{name}\0".encode())
     for rel in _tracked():
         if rel in NOT_INPUTS or (rel.startswith("tests/") and rel not in BUILDERS):
@@ -67,8 +69,9 @@ def key(name, tarball):
         if os.path.isfile(path):      # a deleted, not yet committed file is no input
             with open(path, "rb") as f:
                 h.update(rel.encode() + b"\0" + hashlib.sha256(f.read()).digest())
-    st = os.stat(tarball)
-    h.update(_file_digest(tarball, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    if tarball:
+        st = os.stat(tarball)
+        h.update(_file_digest(tarball, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
     for argv in (["mke2fs", "-V"], ["qemu-system-x86_64", "--version"]):
         h.update(json.dumps(_tool_version(argv)).encode())
     return h.hexdigest()[:24]

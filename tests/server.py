@@ -225,8 +225,23 @@ def build(folder, guest_factory, firmware="bios"):
     return layout, sums, time.monotonic() - start
 
 
+def build_crashed(folder, guest_factory, base):
+    """The plain BIOS server (layout BASE) cut off mid-write: booted, root
+    logged in, a file written and synced, then the power cut. Returns
+    (layout, {"boot seconds": of that boot}, seconds to build)."""
+    start = time.monotonic()
+    layout = copy_layout(folder, "crashed", base)
+    g, boot = boot_server(guest_factory, "server-crash", layout)
+    login(g)
+    g.check("echo synced-before-the-crash > /root/crash-file && sync")
+    g.kill()                              # the power cut
+    assert "needs_recovery" in debugfs_r(layout["root"], "features")
+    return layout, {"boot seconds": boot}, time.monotonic() - start
+
+
 # The module fixtures that give a built server, and its name in the image cache.
-CACHED_SERVERS = {"server": "bios", "uefi_server": "uefi", "encrypted_server": "encrypted LVM on RAID1"}
+CACHED_SERVERS = {"server": "bios", "crashed_server": "bios crashed mid-write", "uefi_server": "uefi",
+                  "encrypted_server": "encrypted LVM on RAID1"}
 
 
 def _slug(name):

@@ -129,7 +129,7 @@ def test_bios_pxe_by_tftp_configures_only_the_nic_that_booted(guest):
     assert "BOOTIF=01-52-54-00-12-34-56" in cmdline and " ip=dhcp" in cmdline, cmdline
     network_ready(g)
     # Both NICs have a DHCP server behind them; only the booting one is asked.
-    assert g.check(f"cat /sys/class/net/eth0/address").strip() == BOOT_MAC
+    assert g.check("cat /sys/class/net/eth0/address").strip() == BOOT_MAC
     assert "10.0.2.15/24" in g.check("ip -o -4 addr show dev eth0")
     assert g.check("ip -o -4 addr show dev eth1").strip() == ""
     g.assert_no_fatal()

@@ -8,8 +8,9 @@ import time
 import pytest
 
 from disks import make_fs, sha256_file
-from server import (BLOCK, GARBLE, PART_START, SRV_UUID, boot_server, build, build_once, copy_layout, debugfs_r,
-                    debugfs_w, figures, install_grub, login, plan_damage, read_files, rescue_boot, unattended_repair)
+from server import (BLOCK, GARBLE, PART_START, SRV_UUID, boot_server, build, build_crashed, build_once, copy_layout,
+                    debugfs_r, debugfs_w, figures, install_grub, login, plan_damage, read_files, rescue_boot,
+                    unattended_repair)
 
 pytestmark = pytest.mark.server
 
@@ -18,6 +19,12 @@ pytestmark = pytest.mark.server
 def server(tmp_path_factory):
     """The plain BIOS server's disks, built once for the module; every scenario copies them."""
     return build_once(tmp_path_factory, "bios", lambda f, g: build(f, g, "bios"))
+
+
+@pytest.fixture(scope="module")
+def crashed_server(tmp_path_factory, server):
+    """The plain BIOS server cut off mid-write (server.build_crashed)."""
+    return build_once(tmp_path_factory, "bios crashed mid-write", lambda f, g: build_crashed(f, g, server[0]))
 
 
 @pytest.fixture(scope="module")
@@ -97,13 +104,10 @@ def reinstall(guest, lay, name):
     figures(f"boot loader gone ({lay['firmware']})", failing, repair, good)
 
 
-def test_crashed_mid_write_looked_at_read_only(guest, server, tmp_path):
-    lay = copy_layout(str(tmp_path), "s3", server[0])
+def test_crashed_mid_write_looked_at_read_only(guest, crashed_server, tmp_path):
+    # The server wrote /root/crash-file, synced, and lost its power (server.build_crashed).
+    lay = copy_layout(str(tmp_path), "s3", crashed_server[0])
     root, srv = lay["root"], lay["srv"]
-    g, before_boot = boot_server(guest, "s3-server", lay)
-    login(g)
-    g.check("echo synced-before-the-crash > /root/crash-file && sync")
-    g.kill()                              # the power cut
     assert "needs_recovery" in debugfs_r(root, "features")
     before = [sha256_file(root), sha256_file(srv)]
     g = rescue_boot(guest, "s3-look", lay, [root, srv])
@@ -122,7 +126,7 @@ def test_crashed_mid_write_looked_at_read_only(guest, server, tmp_path):
     login(g)
     assert g.check("cat /root/crash-file").strip() == "synced-before-the-crash"
     g.kill()
-    figures("crashed mid-write", before_boot, look, good)
+    figures("crashed mid-write", crashed_server[1]["boot seconds"], look, good)
 
 
 def test_legacy_fstab_rewritten(guest, server, tmp_path):
