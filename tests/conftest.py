@@ -124,6 +124,9 @@ CHEAP_SHARED = {"tmp_path_factory", "_drop_module_folders", "worker_id", "testru
 # waiting on the cache's lock with its core unused. Seconds a build adds to
 # its group's expected time, for the order.
 BUILD_GUESS = 300
+# A cached server made from another: while both are cold its tests join the
+# base's group, or their worker would only wait on the base's lock.
+BUILT_FROM = {"crashed_server": "server"}
 
 
 def _cached_server(info, name):
@@ -139,7 +142,8 @@ def _group(item, cold):
     info = getattr(item, "_fixtureinfo", None)
     for name in getattr(info, "names_closure", []):
         if name in cold and _cached_server(info, name):
-            return "server-image-" + name
+            base = BUILT_FROM.get(name)
+            return "server-image-" + (base if base in cold else name)
         if name in CHEAP_SHARED:
             continue
         if any(d.scope in ("module", "package", "session") for d in info.name2fixturedefs.get(name) or ()):
