@@ -109,10 +109,11 @@ def ready(name, tarball):
 
 
 def cached(name, tarball, build, scratch):
-    """(layout, {path: sha256}, built now?) of server NAME: from the cache,
-    or BUILD(folder) run in a new entry (SCRATCH(), a folder of the run, when
-    the cache is off). The entry's images are the base a scenario copies, never
-    booted themselves."""
+    """(layout, data, built now?) of entry NAME, the first two as
+    BUILD(folder) returned them (data: what it keeps beside the layout, such
+    as {path: sha256}): from the cache, or BUILD run in a new entry (SCRATCH(),
+    a folder of the run, when the cache is off). The entry's images are the
+    base a scenario copies, never booted themselves."""
     if os.environ.get("EXTRESCUE_IMAGE_CACHE") == "off":
         layout, sums = build(scratch())
         return layout, sums, True

@@ -260,7 +260,8 @@ def build_once(tmp_path_factory, name, builder):
     """Server NAME for a module's scenarios to copy: from the image cache
     (tests/image_cache.py), or built by BUILDER(folder, guest_factory) with
     its guests killed whatever happens (their logs kept in out/<arch>/test-logs/
-    when it fails); prints the seconds it took. Returns (layout, {path: sha256})."""
+    when it fails); prints the seconds it took. Returns (layout, data), data
+    as BUILDER returned it ({path: sha256} of the data set for a plain build)."""
     slug = _slug(name)
 
     def build(folder):
