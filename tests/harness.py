@@ -42,8 +42,8 @@ def upstream_version(name):
 LOGS = os.path.join(OUT, "test-logs")
 RUN = os.path.join(TOP, "qemu", "run")
 SCALE = float(os.environ.get("EXTRESCUE_TIMEOUT_SCALE", "1"))
-# Virtual CPUs per test guest: one, so two guests at a time are one TCG
-# thread a core (tests/bench-test-smp: 8% faster than two). A test's own
+# Virtual CPUs per test guest: one, so each guest is one TCG thread
+# (tests/bench-test-smp: 8% faster than two). A test's own
 # --smp comes later and wins.
 SMP = os.environ.get("EXTRESCUE_TEST_SMP", "1")
 PROMPT = r"extrescue:[^\r\n]*# "

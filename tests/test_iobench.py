@@ -98,7 +98,7 @@ def test_every_workload_on_tiny_sizes(guest, tmp_path):
     assert titles[1].startswith("Synchronous chunks: 8 files of 256 KiB"), titles
     assert titles[2].startswith("Large-file read with md5: 4 MiB"), titles
     assert titles[3].startswith("Parallel: 4 processes each writing 1 MiB"), titles
-    row = re.compile(r"^  (.{29}) (.{10}) +(\d+\.\d\d) +(\d+\.\d) +(\d\.\d\d|-)  (.*)$")
+    row = re.compile(r"^  (.{29}) (.{10}) +(\d+\.\d\d) +(\d+\.\d) +(\d+\.\d\d|-)  (.*)$")
     for section, per_config in zip(sections[1:5], (1, 5, 1, 1)):
         rows = [row.match(line) for line in section.splitlines()[2:]]
         assert all(rows), section
