@@ -54,14 +54,21 @@ $(eval $(call package,linux,LINUX))
 $(STAMPS)/linux-built: $(EPOCH_STAMP)
 
 # Kernel UAPI headers for the musl builds (musl-gcc passes -nostdinc). Every
-# musl component depends on them, so they are redone only when the pin or a
-# patch touching a uapi header changes, not for every change of the series.
+# musl component depends on them, so they are redone only when the pin, a
+# patch touching a uapi header or this recipe changes, not for every change
+# of the series. Kbuild's folder goes too: its generated headers are newer
+# than a new release's files (dated as in its tarball), so Kbuild kept the
+# old release's and installed them (7.2.6 headers came out as 6.12's, and
+# busybox's ip built from them differed from a clean build's).
+define LINUX_HEADERS_CMDS
+	$(Q)rm -rf $(KHEADERS) $(BUILD)/linux-hdr
+	$(Q)$(MAKE) -s -C $(LINUX_SRC) O=$(BUILD)/linux-hdr ARCH=$(KERNEL_ARCH) headers_install INSTALL_HDR_PATH=$(KHEADERS) >/dev/null
+endef
 LINUX_UAPI_STAMP := $(STAMPS)/linux-uapi-patches
 LINUX_UAPI_PATCHES := $(shell grep -l '^+++ .*include/uapi/' $(LINUX_PATCH_DIR)/*.patch 2>/dev/null)
-$(call write_if_changed,$(LINUX_UAPI_STAMP),$(shell sha256sum $(LINUX_UAPI_PATCHES) /dev/null))
+$(call write_if_changed,$(LINUX_UAPI_STAMP),$(shell sha256sum $(LINUX_UAPI_PATCHES) /dev/null) $(value LINUX_HEADERS_CMDS))
 $(STAMPS)/linux-headers: $(call pin_stamp,linux) $(LINUX_UAPI_STAMP) | $(STAMPS)/linux-patched
-	$(Q)rm -rf $(KHEADERS)
-	$(Q)$(MAKE) -s -C $(LINUX_SRC) O=$(BUILD)/linux-hdr ARCH=$(KERNEL_ARCH) headers_install INSTALL_HDR_PATH=$(KHEADERS) >/dev/null
+	$(LINUX_HEADERS_CMDS)
 	$(Q)touch $@
 
 # The kernel's own cpio generator, built for the host.
