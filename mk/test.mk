@@ -7,14 +7,14 @@ export EXTRESCUE_TIMEOUT_SCALE
 
 .PHONY: test test-times test-build test-boot test-server run smoke bench bench-fsck bench-scratch bench-kernel bench-io bench-assemble bench-crash bench-consoles bench-net bench-netboot repro-check check-fresh
 # Guests run TEST_JOBS at a time (pytest-xdist); each is one TCG thread. One
-# more than the cores: a test waits for about a seventh of its seconds (a
-# timeout it proves, a sleeping guest, a scan's settle time), and a third
-# guest on two cores fills that (a full run: 20m09 with two, 18m49 with
-# three, the CPU then busy 95% of the time). The tests that rebuild the image run first, with only the
-# tests beside them that neither boot it nor run make in the tree
-# (e2fsprogs' own suite in its build folder, the passthrough runner's
-# way-out checks), so no core waits. The host builds of our tools that tests run are
-# made here, once, not by two workers at a time. Both parts run whatever the
+# more than the cores (at most 8): a test waits for about a seventh of its
+# seconds (a timeout it proves, a sleeping guest, a scan's settle time), and
+# a third guest on two cores fills that (a full run: 20m09 with two, 18m49
+# with three, the CPU then busy 95% of the time). The tests that rebuild the
+# image run first, with only the tests beside them that neither boot it nor
+# run make in the tree (e2fsprogs' own suite in its build folder, the
+# passthrough runner's way-out checks), so no core waits. The host builds of
+# our tools that tests run are made here, once, not by several workers at once. Both parts run whatever the
 # first gave, and the time table comes after them; the target fails if
 # either failed.
 TEST_JOBS ?= $(shell n=$$(($$(nproc) + 1)); [ $$n -gt 8 ] && n=8; echo $$n)

@@ -103,25 +103,25 @@ def pytest_configure(config):
                             "runs beside the serial tests")
 
 
-# Two guests at a time (pytest-xdist, --dist loadgroup): a test that uses a
+# TEST_JOBS guests at a time (pytest-xdist, --dist loadgroup): a test that uses a
 # module-scoped fixture (a preparation boot) runs on the same worker as the
 # other tests of its module that use it, so the fixture is made once; every
 # other test goes wherever a worker is free. The longest units (a group, or
 # one test) are handed out first, by their times in the last run here (else
 # tests/durations), so no long one is left for the end; a serial test comes
-# before all, so that the tests beside it fill the other worker and not the
+# before all, so that the tests beside it fill the other workers and not the
 # time after it.
 #
 # Module fixtures a worker can make for itself do not hold a module together:
 # the built servers come from the image cache under a lock
-# (tests/image_cache.py), so a worker that needs one uses the other's;
+# (tests/image_cache.py), so a worker that needs one uses another's;
 # "built" runs make for a host tool make test built already; "golden" is one
 # mke2fs on the host.
 CHEAP_SHARED = {"tmp_path_factory", "_drop_module_folders", "worker_id", "testrun_uid",
                 "built", "golden"} | set(server.CACHED_SERVERS)
 # A server not in the cache yet holds its tests together instead: spread,
-# both workers would start on it, one building for minutes, the other
-# waiting on the cache's lock with its core unused. Seconds a build adds to
+# every worker would start on it, one building for minutes, the others
+# waiting on the cache's lock with their cores unused. Seconds a build adds to
 # its group's expected time, for the order.
 BUILD_GUESS = 300
 # A cached server made from another: while both are cold its tests join the

@@ -42,8 +42,9 @@ def upstream_version(name):
 LOGS = os.path.join(OUT, "test-logs")
 RUN = os.path.join(TOP, "qemu", "run")
 SCALE = float(os.environ.get("EXTRESCUE_TIMEOUT_SCALE", "1"))
-# Virtual CPUs per test guest: one, so each guest is one TCG thread
-# (tests/bench-test-smp: 8% faster than two). A test's own
+# Virtual CPUs per test guest: one (tests/bench-test-smp, two guests on two
+# cores: 8% faster than two vCPUs; a second vCPU only competes for the
+# cores the other guests use). A test's own
 # --smp comes later and wins.
 SMP = os.environ.get("EXTRESCUE_TEST_SMP", "1")
 PROMPT = r"extrescue:[^\r\n]*# "

@@ -46,8 +46,9 @@ def test_iso_boots_to_shell(guest, firmware, medium):
 
 def test_serial_only_console(guest):
     """With only ttyS0 on the command line, no shell is started on the VGA console.
-    rescue.settle with a leading zero is still read as decimal (the shell
-    took 08 for a bad octal number and the wait ended without a word)."""
+    rescue.settle with a leading zero still waits for the disks and says so
+    (the shell took 08 for a bad octal number, and the wait ended there
+    without a word)."""
     g = guest("direct-serial-only", ["--direct", "--append", "console=ttyS0,115200n8 rescue.settle=08"])
     g.wait_shell()
     ttys = g.check("for p in /proc/[0-9]*; do [ \"$(cat $p/comm)\" = sh ] && readlink $p/fd/0; done | sort -u")

@@ -59,10 +59,11 @@ $(STAMPS)/linux-built: $(EPOCH_STAMP)
 # of the series. Kbuild's folder goes too: its generated headers are newer
 # than a new release's files (dated as in its tarball), so Kbuild kept the
 # old release's and installed them (7.2.6 headers came out as 6.12's, and
-# busybox's ip built from them differed from a clean build's).
+# busybox's ip built from them differed from a clean build's). The make
+# line is marked + itself: make sees $(MAKE) only in a rule's own text.
 define LINUX_HEADERS_CMDS
 	$(Q)rm -rf $(KHEADERS) $(BUILD)/linux-hdr
-	$(Q)$(MAKE) -s -C $(LINUX_SRC) O=$(BUILD)/linux-hdr ARCH=$(KERNEL_ARCH) headers_install INSTALL_HDR_PATH=$(KHEADERS) >/dev/null
+	+$(Q)$(MAKE) -s -C $(LINUX_SRC) O=$(BUILD)/linux-hdr ARCH=$(KERNEL_ARCH) headers_install INSTALL_HDR_PATH=$(KHEADERS) >/dev/null
 endef
 LINUX_UAPI_STAMP := $(STAMPS)/linux-uapi-patches
 LINUX_UAPI_PATCHES := $(shell grep -l '^+++ .*include/uapi/' $(LINUX_PATCH_DIR)/*.patch 2>/dev/null)
