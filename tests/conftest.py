@@ -126,7 +126,9 @@ CHEAP_SHARED = {"tmp_path_factory", "_drop_module_folders", "worker_id", "testru
 BUILD_GUESS = 300
 # A cached server made from another: while both are cold its tests join the
 # base's group, or their worker would only wait on the base's lock.
-BUILT_FROM = {"crashed_server": "server"}
+BUILT_FROM = {"crashed_server": "server", "damaged_server": "server", "bios_loader_gone": "server",
+              "legacy_fstab_server": "server", "uefi_loader_gone": "uefi_server",
+              "encrypted_unbootable": "encrypted_server", "mirror_leg_gone": "encrypted_server"}
 
 
 def _cached_server(info, name):

@@ -28,8 +28,8 @@ CACHE = os.path.join(os.environ.get("EXTRESCUE_CACHE") or os.path.expanduser("~/
 # Tests that build or shape a server; the rest of tests/ does not change one.
 # (harness.py only drives guests: what they are started with is qemu/run's,
 # an input as every tracked file outside tests/ is.)
-BUILDERS = ("tests/server.py", "tests/server_encrypted.py", "tests/disks.py", "tests/stacks.py",
-            "tests/image_cache.py", "tests/server/build-fixture", "tests/server/packages")
+BUILDERS = ("tests/server.py", "tests/server_encrypted.py", "tests/server_breaks.py", "tests/disks.py",
+            "tests/stacks.py", "tests/image_cache.py", "tests/server/build-fixture", "tests/server/packages")
 # Tracked files that change no byte of a server.
 NOT_INPUTS = ("README.md", "LICENSE")
 

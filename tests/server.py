@@ -241,7 +241,12 @@ def build_crashed(folder, guest_factory, base):
 
 # The module fixtures that give a built server, and its name in the image cache.
 CACHED_SERVERS = {"server": "bios", "crashed_server": "bios crashed mid-write", "uefi_server": "uefi",
-                  "encrypted_server": "encrypted LVM on RAID1"}
+                  "encrypted_server": "encrypted LVM on RAID1",
+                  # broken, and shown not to boot (tests/server_breaks.py)
+                  "damaged_server": "bios damaged root", "bios_loader_gone": "bios boot loader gone",
+                  "uefi_loader_gone": "uefi boot loader gone", "legacy_fstab_server": "bios legacy fstab",
+                  "encrypted_unbootable": "encrypted LVM on RAID1 unbootable",
+                  "mirror_leg_gone": "encrypted LVM on RAID1 second disk gone"}
 
 
 def _slug(name):

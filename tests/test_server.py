@@ -1,16 +1,17 @@
-"""The whole job on a real Debian 12 server (tests/server.py): it is broken,
-shown not to boot, repaired with extrescue as an administrator would, and
-shown to boot again with its data intact. Seconds of each boot and repair are
-printed (pytest -s shows them)."""
-import subprocess
+"""The whole job on a real Debian 12 server (tests/server.py): it is broken
+and shown not to boot (tests/server_breaks.py; the image cache keeps the
+broken disks as that boot left them, so a run with the entry in the cache
+starts at the repair), repaired with extrescue as an administrator would,
+and shown to boot again with its data intact. Seconds of each boot and
+repair are printed (pytest -s shows them)."""
 import time
 
 import pytest
 
 from disks import make_fs, sha256_file
-from server import (BLOCK, GARBLE, PART_START, SRV_UUID, boot_server, build, build_crashed, build_once, copy_layout,
-                    debugfs_r, debugfs_w, figures, install_grub, login, plan_damage, read_files, rescue_boot,
-                    unattended_repair)
+from server import boot_server, build, build_crashed, build_once, copy_layout, debugfs_r, figures, install_grub, \
+    login, read_files, rescue_boot, unattended_repair
+from server_breaks import build_broken, damage_root, legacy_fstab, remove_uefi_boot_loader, wipe_bios_boot_loader
 
 pytestmark = pytest.mark.server
 
@@ -33,22 +34,37 @@ def uefi_server(tmp_path_factory):
     return build_once(tmp_path_factory, "uefi", lambda f, g: build(f, g, "uefi"))
 
 
-def test_damaged_root_repaired_unattended(guest, server, tmp_path):
-    base, sums = server
+def broken(tmp_path_factory, name, base, slug, breaks, timeout=600):
+    """BASE broken by BREAKS and shown not to boot (server_breaks.build_broken), from the image cache."""
+    return build_once(tmp_path_factory, name, lambda f, g: build_broken(f, g, base[0], slug, breaks, timeout))
+
+
+@pytest.fixture(scope="module")
+def damaged_server(tmp_path_factory, server):
+    return broken(tmp_path_factory, "bios damaged root", server, "s1", damage_root(server[1]))
+
+
+@pytest.fixture(scope="module")
+def bios_loader_gone(tmp_path_factory, server):
+    return broken(tmp_path_factory, "bios boot loader gone", server, "s2", wipe_bios_boot_loader, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def uefi_loader_gone(tmp_path_factory, uefi_server):
+    # The server booted from its own boot entry when it was built (server.build).
+    return broken(tmp_path_factory, "uefi boot loader gone", uefi_server, "s2u", remove_uefi_boot_loader, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def legacy_fstab_server(tmp_path_factory, server):
+    return broken(tmp_path_factory, "bios legacy fstab", server, "s4", legacy_fstab)
+
+
+def test_damaged_root_repaired_unattended(guest, server, damaged_server, tmp_path):
+    sums = server[1]
+    base, broke = damaged_server
     lay = copy_layout(str(tmp_path), "s1", base)
     root, srv = lay["root"], lay["srv"]
-    dblock, iblock, damaged = plan_damage(lambda c: debugfs_r(root, c), sums)
-    with open(root, "r+b") as f:
-        f.seek(PART_START + dblock * BLOCK)
-        f.write(bytes(BLOCK))
-        f.seek(PART_START + iblock * BLOCK)
-        f.write(GARBLE)
-    # As the kernel does when it meets such damage: errors recorded, so the
-    # server's initramfs runs a full check at boot (and gives up on it).
-    debugfs_w(root, "ssv state 3")
-
-    g, failing = boot_server(guest, "s1-broken", lay, expect_login=False)
-    g.kill()
     undo = str(tmp_path / "undo.img")
     make_fs(undo, "512M", label="xrundo")
     log, repair = unattended_repair(guest, "s1-repair", lay, [root, srv, undo],
@@ -58,41 +74,25 @@ def test_damaged_root_repaired_unattended(guest, server, tmp_path):
     assert "lost+found now holds" in log, log[-3000:]
     g, good = boot_server(guest, "s1-fixed", lay)
     g.kill()
-    figures("damaged root", failing, repair, good)
-    files = read_files(root, [p for p in sums if p.startswith("/home/") and p not in damaged])
+    figures("damaged root", broke["failing seconds"], repair, good)
+    files = read_files(root, [p for p in sums if p.startswith("/home/") and p not in broke["damaged"]])
     wrong = [p for p, s in files.items() if s != sums[p]]
     assert not wrong, f"files outside the damage changed: {wrong[:5]}"
 
 
-def test_boot_loader_gone_reinstalled_by_hand(guest, server, tmp_path):
-    lay = copy_layout(str(tmp_path), "s2", server[0])
-    with open(lay["root"], "r+b") as f:     # boot code of the MBR and GRUB's core image after it
-        f.write(bytes(446))
-        f.seek(512)
-        f.write(bytes((1 << 20) - 512))
-    reinstall(guest, lay, "s2")
+def test_boot_loader_gone_reinstalled_by_hand(guest, bios_loader_gone, tmp_path):
+    reinstall(guest, bios_loader_gone, str(tmp_path), "s2")
 
 
-def test_uefi_boot_loader_gone_reinstalled_by_hand(guest, uefi_server, tmp_path):
-    # The server booted from its own boot entry when it was built (server.build).
-    lay = copy_layout(str(tmp_path), "s2u", uefi_server[0])
-    # \EFI\debian deleted from the ESP, its Boot#### variable removed.
-    r = subprocess.run(["mdeltree", "-i", f"{lay['root']}@@1M", "::/EFI/debian"], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    g = rescue_boot(guest, "s2u-break", lay, [lay["root"], lay["srv"]])
-    g.wait_shell()
-    g.check(f"rescue-mount --rw {lay['rootdev']} && for b in $(rescue-chroot efibootmgr | "
-            "awk '/^Boot[0-9A-F]+\\* debian/ {print substr($1, 5, 4)}'); do rescue-chroot efibootmgr -q -B -b $b; "
-            "done && ! rescue-chroot efibootmgr | grep -q debian && rescue-mount --umount")
-    assert g.poweroff("poweroff") == 0
-    reinstall(guest, lay, "s2u")
+def test_uefi_boot_loader_gone_reinstalled_by_hand(guest, uefi_loader_gone, tmp_path):
+    reinstall(guest, uefi_loader_gone, str(tmp_path), "s2u")
 
 
-def reinstall(guest, lay, name):
-    """The server does not boot; grub-install and update-grub from
-    rescue-chroot, by hand; it boots."""
-    g, failing = boot_server(guest, f"{name}-broken", lay, expect_login=False, timeout=60)
-    g.kill()
+def reinstall(guest, broken_server, folder, name):
+    """The server does not boot (its boot loader gone); grub-install and
+    update-grub from rescue-chroot, by hand; it boots."""
+    base, broke = broken_server
+    lay = copy_layout(folder, name, base)
     g = rescue_boot(guest, f"{name}-repair", lay, [lay["root"], lay["srv"]])
     g.wait_shell()
     t = time.monotonic()
@@ -101,7 +101,7 @@ def reinstall(guest, lay, name):
     repair = time.monotonic() - t
     g, good = boot_server(guest, f"{name}-fixed", lay)
     g.kill()
-    figures(f"boot loader gone ({lay['firmware']})", failing, repair, good)
+    figures(f"boot loader gone ({lay['firmware']})", broke["failing seconds"], repair, good)
 
 
 def test_crashed_mid_write_looked_at_read_only(guest, crashed_server, tmp_path):
@@ -129,16 +129,10 @@ def test_crashed_mid_write_looked_at_read_only(guest, crashed_server, tmp_path):
     figures("crashed mid-write", crashed_server[1]["boot seconds"], look, good)
 
 
-def test_legacy_fstab_rewritten(guest, server, tmp_path):
-    lay = copy_layout(str(tmp_path), "s4", server[0])
+def test_legacy_fstab_rewritten(guest, legacy_fstab_server, tmp_path):
+    base, broke = legacy_fstab_server
+    lay = copy_layout(str(tmp_path), "s4", base)
     root = lay["root"]
-    legacy = (f"UUID=7d3f0a52-9c41-4d6e-b2a8-5e1f3c9d0b71 / ext4 errors=remount-ro 0 1\n"
-              f"UUID={SRV_UUID} /srv ext4dev defaults,extents,mballoc,delalloc 0 2\n")
-    fstab = tmp_path / "fstab"
-    fstab.write_text(legacy)
-    debugfs_w(root, "rm /etc/fstab", f"write {fstab} /etc/fstab")
-    g, failing = boot_server(guest, "s4-broken", lay, expect_login=False)
-    g.kill()
     g = rescue_boot(guest, "s4-repair", lay, [root, lay["srv"]])
     g.wait_shell()
     t = time.monotonic()
@@ -156,4 +150,4 @@ def test_legacy_fstab_rewritten(guest, server, tmp_path):
     login(g)
     assert "/srv" in g.check("findmnt -n -o TARGET /srv")
     g.kill()
-    figures("legacy fstab", failing, repair, good)
+    figures("legacy fstab", broke["failing seconds"], repair, good)

@@ -1,7 +1,8 @@
 """The whole job on the installer's "encrypted LVM on RAID1" server
-(tests/server_encrypted.py): its root damaged, shown not to boot, repaired
-with extrescue, booting again; once with both disks, unattended with a key
-file, once with the second disk gone, by hand and degraded."""
+(tests/server_encrypted.py): its root damaged, shown not to boot
+(tests/server_breaks.py; kept in the image cache as that boot left it),
+repaired with extrescue, booting again; once with both disks, unattended
+with a key file, once with the second disk gone, by hand and degraded."""
 import hashlib
 import re
 import time
@@ -10,6 +11,7 @@ import pytest
 
 from harness import host
 from server import boot_server, build_once, copy_layout, figures, login, rescue_boot, unattended_repair
+from server_breaks import build_broken, nothing_more, second_disk_gone
 from server_encrypted import BOOT_MIB, ROOT_LV, SECRET, VG, build_damaged, stick
 
 pytestmark = pytest.mark.server
@@ -23,6 +25,25 @@ def encrypted_server(tmp_path_factory):
     return layout, made["files"], set(made["damaged"])
 
 
+def unbootable(tmp_path_factory, encrypted_server, name, slug, breaks):
+    """ENCRYPTED_SERVER after BREAKS, shown not to boot (server_breaks.build_broken),
+    from the image cache: (layout, seconds of the failing boot)."""
+    layout, broke = build_once(tmp_path_factory, name,
+                               lambda f, g: build_broken(f, g, encrypted_server[0], slug, breaks))
+    return layout, broke["failing seconds"]
+
+
+@pytest.fixture(scope="module")
+def encrypted_unbootable(tmp_path_factory, encrypted_server):
+    return unbootable(tmp_path_factory, encrypted_server, "encrypted LVM on RAID1 unbootable", "s1e", nothing_more)
+
+
+@pytest.fixture(scope="module")
+def mirror_leg_gone(tmp_path_factory, encrypted_server):
+    return unbootable(tmp_path_factory, encrypted_server, "encrypted LVM on RAID1 second disk gone", "s5",
+                      second_disk_gone)
+
+
 def data_intact(g, sums, damaged):
     """The data set, read by the booted server itself (the host cannot see
     through LUKS): every file outside the damage matches."""
@@ -32,11 +53,10 @@ def data_intact(g, sums, damaged):
     assert not wrong, f"files outside the damage changed or went missing: {wrong[:5]}"
 
 
-def test_encrypted_root_repaired_unattended(guest, encrypted_server, tmp_path):
-    base, sums, damaged = encrypted_server
+def test_encrypted_root_repaired_unattended(guest, encrypted_server, encrypted_unbootable, tmp_path):
+    _, sums, damaged = encrypted_server
+    base, failing = encrypted_unbootable
     lay = copy_layout(str(tmp_path), "s1e", base)
-    g, failing = boot_server(guest, "s1e-broken", lay, expect_login=False)
-    g.kill()
     usb = stick(str(tmp_path))
     log, repair = unattended_repair(guest, "s1e-repair", lay, lay["disks"] + [usb],
                                     "rescue.assemble=rw rescue.keyfile=LABEL=xrstick:/server.key rescue.fsck=repair "
@@ -55,12 +75,10 @@ def test_encrypted_root_repaired_unattended(guest, encrypted_server, tmp_path):
     figures("damaged encrypted root", failing, repair, good)
 
 
-def test_mirror_leg_missing_repaired_degraded(guest, encrypted_server, tmp_path):
-    base, sums, damaged = encrypted_server
-    lay = copy_layout(str(tmp_path), "s5", base)
-    lay["disks"] = lay["disks"][:1]                   # the second disk gone
-    g, failing = boot_server(guest, "s5-broken", lay, expect_login=False)
-    g.kill()
+def test_mirror_leg_missing_repaired_degraded(guest, encrypted_server, mirror_leg_gone, tmp_path):
+    _, sums, damaged = encrypted_server
+    base, failing = mirror_leg_gone
+    lay = copy_layout(str(tmp_path), "s5", base)      # the first disk alone
     disk = lay["disks"][0]
     boot_data = member_data_sum(disk)
     usb = stick(str(tmp_path))
