@@ -7,8 +7,10 @@
 CRYPTSETUP_OBJ := $(BUILD)/cryptsetup
 CRYPTSETUP_DEPENDENCIES := $(MESON_MACHINE_FILE) $(STAMPS)/lvm2-installed $(STAMPS)/json-c-installed $(STAMPS)/popt-installed \
 	$(STAMPS)/util-linux-installed
-CRYPTSETUP_LICENSE := GPL-2.0-or-later AND LGPL-2.1-or-later
-CRYPTSETUP_LICENSE_FILES := COPYING COPYING.LGPL
+# README.licensing says which file is under which; 2.8 moved the LGPL text into docs/licenses/.
+CRYPTSETUP_LICENSE := GPL-2.0-or-later AND LGPL-2.1-or-later AND (CC0-1.0 OR Apache-2.0)
+CRYPTSETUP_LICENSE_FILES := COPYING README.licensing \
+	docs/licenses/COPYING.LGPL-2.1-or-later-WITH-cryptsetup-OpenSSL-exception docs/licenses/COPYING.Apache-2.0
 CRYPTSETUP_OPTIONS := -Dcrypto-backend=kernel -Dargon-implementation=internal -Dblkid=false \
 	-Dudev=false -Dssh-token=false -Dexternal-tokens=false -Dnls=false -Dasciidoc=disabled \
 	-Dveritysetup=false -Dintegritysetup=false -Dhw-opal=false -Dpwquality=false -Dfips=false \
