@@ -29,7 +29,7 @@
 #   source   the Debian source package: its folder in the archive's pool/,
 #            where a second archive (EXTRESCUE_SNAPSHOT_MIRROR) is asked.
 #   suite    the Debian suite it was pinned from (trixie, trixie-backports,
-#            forky: testing; bookworm for the boot loaders): informational,
+#            forky: testing; bookworm for two not yet moved): informational,
 #            for make check-updates, and kept by update-pins.
 #   P_SRC      source tree (default out/ARCH/build/NAME-src)
 #   P_OBJ      build folder (default: P_SRC, an in-tree build)

@@ -11,6 +11,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
 from harness import Guests  # noqa: E402
 import server  # noqa: E402
+import server_breaks  # noqa: E402
 import timetable  # noqa: E402
 
 # Direct kernel boots take the initramfs before compression (see harness.py).
@@ -103,6 +104,10 @@ def pytest_configure(config):
                             "runs beside the serial tests")
 
 
+# Every module fixture that takes a server from the image cache, and its name there.
+CACHED = {**server.CACHED_SERVERS, **{f: b.cache_name for f, b in server_breaks.BROKEN.items()}}
+
+
 # TEST_JOBS guests at a time (pytest-xdist, --dist loadgroup): a test that uses a
 # module-scoped fixture (a preparation boot) runs on the same worker as the
 # other tests of its module that use it, so the fixture is made once; every
@@ -118,23 +123,21 @@ def pytest_configure(config):
 # "built" runs make for a host tool make test built already; "golden" is one
 # mke2fs on the host.
 CHEAP_SHARED = {"tmp_path_factory", "_drop_module_folders", "worker_id", "testrun_uid",
-                "built", "golden"} | set(server.CACHED_SERVERS)
+                "built", "golden"} | set(CACHED)
 # A server not in the cache yet holds its tests together instead: spread,
 # every worker would start on it, one building for minutes, the others
 # waiting on the cache's lock with their cores unused. Seconds a build adds to
-# its group's expected time, for the order.
+# its group's expected time (each cold server its tests use), for the order.
 BUILD_GUESS = 300
 # A cached server made from another: while both are cold its tests join the
 # base's group, or their worker would only wait on the base's lock.
-BUILT_FROM = {"crashed_server": "server", "damaged_server": "server", "bios_loader_gone": "server",
-              "legacy_fstab_server": "server", "uefi_loader_gone": "uefi_server",
-              "encrypted_unbootable": "encrypted_server", "mirror_leg_gone": "encrypted_server"}
+BUILT_FROM = {"crashed_server": "server", **{f: b.base for f, b in server_breaks.BROKEN.items()}}
 
 
 def _cached_server(info, name):
     """Whether fixture NAME is one that takes a server from the image cache
     (test_netboot's own "server" is its HTTP server)."""
-    return name in server.CACHED_SERVERS and any(
+    return name in CACHED and any(
         getattr(sys.modules.get(d.func.__module__), "build_once", None) is server.build_once
         for d in info.name2fixturedefs.get(name) or ())
 
@@ -159,7 +162,7 @@ def pytest_collection_modifyitems(session, config, items):
     per_module, per_test = timetable.expected_module_seconds(), timetable.expected_test_seconds()
     used = {n for i in items if getattr(i, "_fixtureinfo", None)
             for n in i._fixtureinfo.names_closure if _cached_server(i._fixtureinfo, n)}
-    cold = {f for f, name in server.CACHED_SERVERS.items() if f in used and not server.in_cache(name)}
+    cold = {f for f, name in CACHED.items() if f in used and not server.in_cache(name)}
     per_module_count = {}
     for item in items:
         per_module_count[item.module.__name__] = per_module_count.get(item.module.__name__, 0) + 1
@@ -177,7 +180,8 @@ def pytest_collection_modifyitems(session, config, items):
     for g, tests in groups.items():
         for item in tests:
             item.add_marker(pytest.mark.xdist_group(g))
-        units.append((sum(guess(i) for i in tests) + (BUILD_GUESS if g.startswith("server-image-") else 0), tests))
+        builds = {n for i in tests for n in i._fixtureinfo.names_closure if n in cold}
+        units.append((sum(guess(i) for i in tests) + BUILD_GUESS * len(builds), tests))
     units.sort(key=lambda u: (not any(i.get_closest_marker("serial") for i in u[1]), -u[0]))
     items[:] = [item for _, tests in units for item in tests]
 

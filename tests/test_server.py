@@ -11,14 +11,14 @@ import pytest
 from disks import make_fs, sha256_file
 from server import boot_server, build, build_crashed, build_once, copy_layout, debugfs_r, figures, install_grub, \
     login, read_files, rescue_boot, unattended_repair
-from server_breaks import build_broken, damage_root, legacy_fstab, remove_uefi_boot_loader, wipe_bios_boot_loader
+from server_breaks import broken_server
 
 pytestmark = pytest.mark.server
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    """The plain BIOS server's disks, built once for the module; every scenario copies them."""
+    """The plain BIOS server's disks, built once for the module: the base of its broken servers and a data set's sums."""
     return build_once(tmp_path_factory, "bios", lambda f, g: build(f, g, "bios"))
 
 
@@ -34,30 +34,26 @@ def uefi_server(tmp_path_factory):
     return build_once(tmp_path_factory, "uefi", lambda f, g: build(f, g, "uefi"))
 
 
-def broken(tmp_path_factory, name, base, slug, breaks, timeout=600):
-    """BASE broken by BREAKS and shown not to boot (server_breaks.build_broken), from the image cache."""
-    return build_once(tmp_path_factory, name, lambda f, g: build_broken(f, g, base[0], slug, breaks, timeout))
-
-
+# The broken servers (tests/server_breaks.py's BROKEN says how each is made).
 @pytest.fixture(scope="module")
 def damaged_server(tmp_path_factory, server):
-    return broken(tmp_path_factory, "bios damaged root", server, "s1", damage_root(server[1]))
+    return broken_server(tmp_path_factory, "damaged_server", *server)
 
 
 @pytest.fixture(scope="module")
 def bios_loader_gone(tmp_path_factory, server):
-    return broken(tmp_path_factory, "bios boot loader gone", server, "s2", wipe_bios_boot_loader, timeout=60)
+    return broken_server(tmp_path_factory, "bios_loader_gone", *server)
 
 
 @pytest.fixture(scope="module")
 def uefi_loader_gone(tmp_path_factory, uefi_server):
     # The server booted from its own boot entry when it was built (server.build).
-    return broken(tmp_path_factory, "uefi boot loader gone", uefi_server, "s2u", remove_uefi_boot_loader, timeout=60)
+    return broken_server(tmp_path_factory, "uefi_loader_gone", *uefi_server)
 
 
 @pytest.fixture(scope="module")
 def legacy_fstab_server(tmp_path_factory, server):
-    return broken(tmp_path_factory, "bios legacy fstab", server, "s4", legacy_fstab)
+    return broken_server(tmp_path_factory, "legacy_fstab_server", *server)
 
 
 def test_damaged_root_repaired_unattended(guest, server, damaged_server, tmp_path):

@@ -11,7 +11,7 @@ import pytest
 
 from harness import host
 from server import boot_server, build_once, copy_layout, figures, login, rescue_boot, unattended_repair
-from server_breaks import build_broken, nothing_more, second_disk_gone
+from server_breaks import broken_server
 from server_encrypted import BOOT_MIB, ROOT_LV, SECRET, VG, build_damaged, stick
 
 pytestmark = pytest.mark.server
@@ -25,23 +25,15 @@ def encrypted_server(tmp_path_factory):
     return layout, made["files"], set(made["damaged"])
 
 
-def unbootable(tmp_path_factory, encrypted_server, name, slug, breaks):
-    """ENCRYPTED_SERVER after BREAKS, shown not to boot (server_breaks.build_broken),
-    from the image cache: (layout, seconds of the failing boot)."""
-    layout, broke = build_once(tmp_path_factory, name,
-                               lambda f, g: build_broken(f, g, encrypted_server[0], slug, breaks))
-    return layout, broke["failing seconds"]
-
-
+# The broken servers (tests/server_breaks.py's BROKEN says how each is made).
 @pytest.fixture(scope="module")
 def encrypted_unbootable(tmp_path_factory, encrypted_server):
-    return unbootable(tmp_path_factory, encrypted_server, "encrypted LVM on RAID1 unbootable", "s1e", nothing_more)
+    return broken_server(tmp_path_factory, "encrypted_unbootable", *encrypted_server[:2])
 
 
 @pytest.fixture(scope="module")
 def mirror_leg_gone(tmp_path_factory, encrypted_server):
-    return unbootable(tmp_path_factory, encrypted_server, "encrypted LVM on RAID1 second disk gone", "s5",
-                      second_disk_gone)
+    return broken_server(tmp_path_factory, "mirror_leg_gone", *encrypted_server[:2])
 
 
 def data_intact(g, sums, damaged):
@@ -55,7 +47,7 @@ def data_intact(g, sums, damaged):
 
 def test_encrypted_root_repaired_unattended(guest, encrypted_server, encrypted_unbootable, tmp_path):
     _, sums, damaged = encrypted_server
-    base, failing = encrypted_unbootable
+    base, broke = encrypted_unbootable
     lay = copy_layout(str(tmp_path), "s1e", base)
     usb = stick(str(tmp_path))
     log, repair = unattended_repair(guest, "s1e-repair", lay, lay["disks"] + [usb],
@@ -72,12 +64,12 @@ def test_encrypted_root_repaired_unattended(guest, encrypted_server, encrypted_u
     login(g)
     data_intact(g, sums, damaged)
     g.kill()
-    figures("damaged encrypted root", failing, repair, good)
+    figures("damaged encrypted root", broke["failing seconds"], repair, good)
 
 
 def test_mirror_leg_missing_repaired_degraded(guest, encrypted_server, mirror_leg_gone, tmp_path):
     _, sums, damaged = encrypted_server
-    base, failing = mirror_leg_gone
+    base, broke = mirror_leg_gone
     lay = copy_layout(str(tmp_path), "s5", base)      # the first disk alone
     disk = lay["disks"][0]
     boot_data = member_data_sum(disk)
@@ -113,7 +105,7 @@ def test_mirror_leg_missing_repaired_degraded(guest, encrypted_server, mirror_le
     assert re.search(r"\[2/1\] \[U_\]", g.check("cat /proc/mdstat")), "the server did not boot degraded"
     data_intact(g, sums, damaged)
     g.kill()
-    figures("mirror leg missing", failing, repair, good)
+    figures("mirror leg missing", broke["failing seconds"], repair, good)
 
 
 def member_data_sum(disk):

@@ -8,9 +8,11 @@ CRYPTSETUP_OBJ := $(BUILD)/cryptsetup
 CRYPTSETUP_DEPENDENCIES := $(MESON_MACHINE_FILE) $(STAMPS)/lvm2-installed $(STAMPS)/json-c-installed $(STAMPS)/popt-installed \
 	$(STAMPS)/util-linux-installed
 # README.licensing says which file is under which; 2.8 moved the LGPL text into docs/licenses/.
+# The bundled argon2 is CC0-1.0 (its LICENSE) or Apache-2.0.
 CRYPTSETUP_LICENSE := GPL-2.0-or-later AND LGPL-2.1-or-later AND (CC0-1.0 OR Apache-2.0)
 CRYPTSETUP_LICENSE_FILES := COPYING README.licensing \
-	docs/licenses/COPYING.LGPL-2.1-or-later-WITH-cryptsetup-OpenSSL-exception docs/licenses/COPYING.Apache-2.0
+	docs/licenses/COPYING.LGPL-2.1-or-later-WITH-cryptsetup-OpenSSL-exception \
+	lib/crypto_backend/argon2/LICENSE docs/licenses/COPYING.Apache-2.0
 CRYPTSETUP_OPTIONS := -Dcrypto-backend=kernel -Dargon-implementation=internal -Dblkid=false \
 	-Dudev=false -Dssh-token=false -Dexternal-tokens=false -Dnls=false -Dasciidoc=disabled \
 	-Dveritysetup=false -Dintegritysetup=false -Dhw-opal=false -Dpwquality=false -Dfips=false \

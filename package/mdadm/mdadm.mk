@@ -1,5 +1,5 @@
-# mdadm: assembles md RAID arrays; static with musl (patches/series), no udev (mdadm then
-# makes its own device nodes), no cluster (corosync/dlm) support. Pinned as upstream (see the lock).
+# mdadm: assembles md RAID arrays; static with musl, no udev (mdadm then makes its
+# own device nodes), no cluster (corosync/dlm) support. Debian's source with its fixes.
 
 MDADM_DEPENDENCIES := $(STAMPS)/linux-headers
 MDADM_LICENSE := GPL-2.0-or-later
