@@ -61,14 +61,14 @@ TAIL_LINES = 40
 # The CD, USB, netboot and Secure Boot tests boot the compressed one the image
 # carries, and so do the benchmarks (conftest.py sets this for the tests).
 RAW_INITRD = os.path.join(OUT, "build", "initramfs.cpio")
+IMAGE_INITRD = os.path.join(OUT, "initramfs.cpio.zst")
 DIRECT_INITRD = None
 
 
 def _made_before_image(raw):
     """RAW is there and no newer than the image's initramfs compressed from it
     (a build stopped between the two leaves a cpio the image does not carry)."""
-    image = os.path.join(OUT, "initramfs.cpio.zst")
-    return os.path.exists(raw) and os.path.exists(image) and os.path.getmtime(raw) <= os.path.getmtime(image)
+    return os.path.exists(raw) and os.path.exists(IMAGE_INITRD) and os.path.getmtime(raw) <= os.path.getmtime(IMAGE_INITRD)
 
 
 def scaled(seconds):
@@ -244,11 +244,12 @@ def boot_with_disks(guest, name, disks, mem=512):
     return g
 
 
-def run_to_poweroff(guest, name, disks, params, mem=1024, timeout=180):
+def run_to_poweroff(guest, name, disks, params, mem=1024, timeout=180, initrd=None):
     """Boots with DISKS (virtio, writable) and the kernel parameters PARAMS plus
-    rescue.after=poweroff; waits for the power-off; returns the serial log."""
+    rescue.after=poweroff (and INITRD if given); waits for the power-off;
+    returns the serial log."""
     args = ["--direct", "--mem", str(mem), "--append",
-            f"console=ttyS0,115200n8 {params} rescue.after=poweroff"]
+            f"console=ttyS0,115200n8 {params} rescue.after=poweroff"] + (["--initrd", initrd] if initrd else [])
     for d in disks:
         args += ["--disk", f"{d},if=virtio-blk,rw"]
     g = guest(name, args, boot_timeout=timeout)
