@@ -5,7 +5,7 @@ PYTEST := /usr/bin/python3 -m pytest
 EXTRESCUE_TIMEOUT_SCALE ?= 1
 export EXTRESCUE_TIMEOUT_SCALE
 
-.PHONY: test test-times test-build test-boot test-server run smoke bench bench-fsck bench-scratch bench-kernel bench-io bench-assemble bench-crash bench-consoles bench-net bench-netboot repro-check check-fresh
+.PHONY: test test-times test-build test-boot test-server run smoke bench bench-fsck bench-scratch bench-undo bench-kernel bench-io bench-assemble bench-crash bench-consoles bench-net bench-netboot repro-check check-fresh
 # Guests run TEST_JOBS at a time (pytest-xdist); each is one TCG thread. One
 # more than the cores (at most 8): a test waits for about a seventh of its
 # seconds (a timeout it proves, a sleeping guest, a scan's settle time), and
@@ -54,6 +54,9 @@ bench-fsck: $(STAMPS)/e2fsprogs-installed ## the image's e2fsck/debugfs against 
 
 bench-scratch: $(STAMPS)/e2fsprogs-installed ## the image's e2fsck with its tables in RAM and in scratch files: medians, slowdown, peak memory
 	$(Q)tests/bench-scratch $(E2FSPROGS_OBJ)
+
+bench-undo: $(STAMPS)/e2fsprogs-installed ## repairs with an undo file (written ahead of the volume) on a damaged 1 GiB ext4: medians, ratios, undo sizes, fsyncs; BENCH_UNDO_WITH=NAME=PATH adds another e2fsck
+	$(Q)tests/bench-undo $(E2FSPROGS_OBJ) $(foreach w,$(BENCH_UNDO_WITH),--with $(w))
 
 bench-kernel: $(ISO) ## bzImage size, option count, build time, seconds to each controller's disk
 	$(Q)tests/bench-kernel

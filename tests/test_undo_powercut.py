@@ -1,0 +1,235 @@
+"""The way back survives a power cut: an unattended repair with its undo file
+on a disk of its own (ext4 or FAT), QEMU killed at moments spread over the
+repair (from its first write to its end, as an uncut run of the same repair
+timed them), with page-cache writeback as eager as on a busy machine. From
+the host afterwards every volume is either untouched or given back, byte for
+byte outside its primary superblock, by the image's e2undo with the undo
+file found on the undo disk. Each cut is a row of the printed table."""
+import hashlib
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import time
+
+import pexpect
+import pytest
+
+from disks import make_fs
+from harness import OUT, host, scaled
+
+E2UNDO = os.path.join(OUT, "build", "e2fsprogs-root", "sbin", "e2undo")
+CUTS = 5                    # per damage shape and undo filesystem: 20 in all
+EAGER = "sysctl.vm.dirty_expire_centisecs=50 sysctl.vm.dirty_writeback_centisecs=20"
+BLOCK = 4096
+SUPERBLOCK = (1024, 2048)   # e2undo marks the volume's state here after a cut
+UNDO_DIR = "extrescue-undo"
+DIRS = 240
+
+
+def copy(src, dst):
+    subprocess.run(["cp", "--sparse=always", src, dst], check=True)
+
+
+def populate(root):
+    """24,000 small files in 240 directories, their contents known."""
+    for d in range(DIRS):
+        sub = os.path.join(root, f"d{d:03d}")
+        os.makedirs(sub)
+        for i in range(100):
+            with open(os.path.join(sub, f"f{i:02d}"), "wb") as f:
+                f.write(hashlib.sha256(f"{d}/{i}".encode()).digest() * (8 + (d * 100 + i) * 37 % 120))
+
+
+def dumpe2fs(img):
+    return host(["dumpe2fs", img]).stdout
+
+
+def overwrite(img, block, count, data):
+    with open(img, "r+b") as f:
+        f.seek(block * BLOCK)
+        f.write(data[:count * BLOCK])
+
+
+def inode_tables(img):
+    """Noise over 384 of the files' inodes (group 0's inode table from its
+    fifth block): pass 1 clears them, pass 2 their names, pass 4 and 5 fix
+    the counts."""
+    first = int(re.search(r"Inode table at (\d+)", dumpe2fs(img)).group(1))
+    overwrite(img, first + 4, 24, random.Random(35).randbytes(24 * BLOCK))
+
+
+def directories_and_bitmaps(img):
+    """Twelve directories' first blocks filled with noise, and group 0's
+    bitmaps zeroed: pass 2 rebuilds the directories, pass 3 links the
+    orphaned files in lost+found, pass 5 rewrites the bitmaps."""
+    rnd = random.Random(35)
+    for d in range(0, DIRS, DIRS // 12):
+        blk = int(host(["debugfs", "-R", f"bmap /d{d:03d} 0", img]).stdout.strip())
+        overwrite(img, blk, 1, rnd.randbytes(BLOCK))
+    out = dumpe2fs(img)
+    for what in ("Block bitmap", "Inode bitmap"):
+        overwrite(img, int(re.search(rf"{what} at (\d+)", out).group(1)), 1, bytes(BLOCK))
+
+
+SHAPES = {"inode tables": inode_tables, "directories and bitmaps": directories_and_bitmaps}
+
+
+def undo_disk(path, fs):
+    """A blank undo disk labelled XRUNDO."""
+    if os.path.exists(path):
+        os.unlink(path)
+    if fs == "ext4":
+        make_fs(path, "96M", label="XRUNDO")
+    else:
+        subprocess.run(["truncate", "-s", "96M", path], check=True)
+        subprocess.run(["mkfs.fat", "-F", "32", "-n", "XRUNDO", path], check=True, capture_output=True)
+
+
+def undo_files(disk, fs, into):
+    """The undo files on a copy of DISK as the next boot would see them (an
+    ext4's journal replayed first), copied into INTO; [] when none."""
+    replica = str(into / "undo-disk.img")
+    copy(disk, replica)
+    if fs == "ext4":
+        host(["e2fsck", "-E", "journal_only", "-y", replica])
+        listing = host(["debugfs", "-R", f"ls -p /{UNDO_DIR}", replica]).stdout
+        names = [f.split("/")[5] for f in listing.splitlines() if f.count("/") >= 6]
+        names = [n for n in names if n.endswith(".e2undo")]
+        for n in names:
+            subprocess.run(["debugfs", "-R", f"dump /{UNDO_DIR}/{n} {into / n}", replica],
+                           check=True, capture_output=True)
+    else:
+        listing = host(["mdir", "-b", "-i", replica, f"::/{UNDO_DIR}"]).stdout
+        names = [os.path.basename(p) for p in listing.split() if p.endswith(".e2undo")]
+        for n in names:
+            subprocess.run(["mcopy", "-n", "-i", replica, f"::/{UNDO_DIR}/{n}", str(into / n)],
+                           check=True, capture_output=True)
+    os.unlink(replica)
+    return [str(into / n) for n in sorted(names)]
+
+
+def blocks_differing(a, b):
+    """4 KiB blocks that differ between images A and B, and whether any of
+    them differs outside the primary superblock's bytes."""
+    n, outside = 0, False
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        off = 0
+        while True:
+            x, y = fa.read(BLOCK), fb.read(BLOCK)
+            if not x and not y:
+                return n, outside
+            if x != y:
+                n += 1
+                if off != 0 or x[:SUPERBLOCK[0]] != y[:SUPERBLOCK[0]] or \
+                        x[SUPERBLOCK[1]:] != y[SUPERBLOCK[1]:]:
+                    outside = True
+            off += BLOCK
+
+
+def drain(g):
+    """Reads what the console printed so far (a full pty would stall the guest)."""
+    try:
+        while True:
+            g.child.read_nonblocking(65536, timeout=0)
+    except (pexpect.TIMEOUT, pexpect.EOF):
+        pass
+
+
+def repair(guest, name, target, undo, cut_after=None):
+    """An unattended repair of TARGET with its undo files on UNDO. Without
+    CUT_AFTER: runs it to the end; returns (seconds from its first write to
+    the end of the repair). With it: kills QEMU CUT_AFTER seconds after the
+    repair's first write; returns None."""
+    params = (f"console=ttyS0,115200n8 {EAGER} rescue.fsck=repair rescue.devices=vda "
+              f"rescue.undo=LABEL=XRUNDO rescue.after=poweroff")
+    args = ["--direct", "--mem", "512", "--append", params,
+            "--disk", f"{target},if=virtio-blk,rw", "--disk", f"{undo},if=virtio-blk,rw"]
+    g = guest(name, args, boot_timeout=300)
+    deadline = time.monotonic() + scaled(300)
+    started = first = None
+    while time.monotonic() < deadline:
+        drain(g)
+        log = g.serial_log()
+        if started is None and "== e2fsck" in log:
+            started = {p: os.stat(p).st_mtime_ns for p in (target, undo)}
+        if started and first is None and any(os.stat(p).st_mtime_ns != t for p, t in started.items()):
+            first = time.monotonic()
+        if first is not None and cut_after is not None and time.monotonic() - first >= cut_after:
+            os.kill(g.child.pid, signal.SIGKILL)
+            g.child.expect(pexpect.EOF, timeout=scaled(30))
+            return None
+        if "rescue-fsck repair: summary" in log:
+            assert first is not None, f"{name}: the repair wrote nothing: {log[-2000:]}"
+            took = time.monotonic() - first
+            g.child.expect(pexpect.EOF, timeout=scaled(60))
+            log = g.serial_log()
+            assert "errors corrected" in log.split("rescue-fsck repair: summary")[1], log[-2000:]
+            return took
+        if not g.child.isalive():
+            break
+        time.sleep(0.01)
+    raise AssertionError(f"{name}: the repair did not end (or did not start) in time; "
+                         f"its console's last lines:\n{g.serial_log()[-3000:]}")
+
+
+def outcome(tmp_path, target, original, undo, undo_fs):
+    """What a cut left: 'untouched', 'given back' (by e2undo, with the
+    options it needed) or what went wrong; with the blocks the cut changed
+    and the undo file's size."""
+    changed, _ = blocks_differing(target, original)
+    found = tmp_path / "found"
+    shutil.rmtree(found, ignore_errors=True)
+    found.mkdir()
+    files = undo_files(undo, undo_fs, found)
+    size = os.path.getsize(files[-1]) if files else None
+    if changed == 0:
+        return "untouched", changed, size
+    if not files:
+        return "LOST: no undo file", changed, size
+    for opts in ([], ["-f"]):
+        trial = str(tmp_path / "trial.img")
+        copy(target, trial)
+        for f in reversed(files):          # a retry's second file first
+            r = host([E2UNDO, *opts, f, trial])
+            if r.returncode:
+                break
+        left, outside = blocks_differing(trial, original)
+        if r.returncode == 0 and not outside:
+            return f"given back ({' '.join(['e2undo', *opts])})", changed, size
+    why = (r.stdout + r.stderr).strip().splitlines()
+    return f"LOST: {left} blocks still differ ({why[-1] if why else 'e2undo said nothing'})", changed, size
+
+
+@pytest.mark.parametrize("undo_fs", ["ext4", "vfat"])
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_power_cut_during_a_repair_keeps_the_way_back(guest, tmp_path, shape, undo_fs):
+    src = tmp_path / "tree"
+    populate(str(src))
+    original = str(tmp_path / "original.img")
+    make_fs(original, "256M", label="xrcut", populate=str(src), options=["-b", str(BLOCK), "-N", "32768"])
+    SHAPES[shape](original)
+    assert host(["e2fsck", "-fn", original]).returncode & 4, f"{shape}: the damage is not there"
+    target, undo = str(tmp_path / "target.img"), str(tmp_path / "undo.img")
+    tag = f"cut-{shape.split()[0]}-{undo_fs}"
+
+    # The uncut repair: its timeline, and its undo file gives everything back.
+    copy(original, target)
+    undo_disk(undo, undo_fs)
+    span = repair(guest, f"{tag}-whole", target, undo)
+    rows = [(f"end ({span:.1f} s)", *outcome(tmp_path, target, original, undo, undo_fs))]
+
+    for k in range(CUTS):
+        at = span * (k + 0.5) / CUTS
+        copy(original, target)
+        undo_disk(undo, undo_fs)
+        repair(guest, f"{tag}-{k}", target, undo, cut_after=at)
+        rows.append((f"{at:.1f} s", *outcome(tmp_path, target, original, undo, undo_fs)))
+
+    print(f"\n{shape}, undo files on {undo_fs}: cut after the first write | blocks changed | undo file | outcome")
+    for at, what, changed, size in rows:
+        print(f"  {at:>12} | {changed:6d} | {'none' if size is None else f'{size} bytes':>14} | {what}")
+    lost = [r for r in rows if r[1].startswith("LOST")]
+    assert not lost, f"{len(lost)} of {len(rows)} cuts lost the way back: {lost}"
