@@ -180,6 +180,25 @@ class Guest(Shell):
         self.child.close()
         return self.child.exitstatus
 
+    def drain(self):
+        """Reads what the console has printed so far, without waiting: a test
+        that watches the serial log instead of expecting on the console must
+        keep the pty from filling, or the guest stalls on its next write."""
+        try:
+            while True:
+                self.child.read_nonblocking(65536, timeout=0)
+        except (pexpect.TIMEOUT, pexpect.EOF):
+            pass
+
+    def serial_log_grown(self, seen):
+        """SEEN (bytes of the serial log read before) plus what was added since."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(len(seen))
+                return seen + f.read()
+        except FileNotFoundError:
+            return seen
+
     def kill(self):
         for c in self.consoles:
             c.close()

@@ -14,8 +14,10 @@ from harness import IMAGE_INITRD, boot_with_disks, host, run_to_poweroff
 MEM = 128  # MiB of guest RAM: about 65 MiB free once the image is up
 PINNED = 12  # MiB left free by pin_free_memory
 # The image's own (compressed) initramfs needs less RAM while it unpacks than
-# the suite's uncompressed one: 80 MiB boot with about 22 MiB free (72 do not).
-BOOT_MEM = 80
+# the suite's uncompressed one: 92 MiB boot with about 34 MiB free. The
+# kernel unpacks it while drivers start, so the peak moves with the timing:
+# 76 MiB never booted here, 80 MiB did but once failed to unpack under load.
+BOOT_MEM = 92
 
 
 def empty_volume(tmp_path, name, size, inodes):
@@ -87,16 +89,18 @@ def test_check_out_of_memory_without_scratch_passes_with_it(guest, tmp_path):
 
 
 def test_unattended_check_uses_scratch_disk(guest, tmp_path):
-    """rescue.scratch= at boot: 100M inodes need about 34 MiB where about 22
+    """rescue.scratch= at boot: 130M inodes need about 44 MiB where about 34
     are free, so the tables go to the named disk."""
-    img = empty_volume(tmp_path, "big", "80G", 100_000_000)
+    img = empty_volume(tmp_path, "big", "80G", 130_000_000)
     scratch = str(tmp_path / "scratch.img")
     make_fs(scratch, "64M", label="xrscratch")
     log = run_to_poweroff(guest, "scratch-disk", [img, scratch],
                           "rescue.fsck=check rescue.devices=vda rescue.scratch=LABEL=xrscratch",
                           mem=BOOT_MEM, timeout=900, initrd=IMAGE_INITRD)
-    assert re.search(r"/dev/vda: e2fsck may need about \d+ MiB and \d+ MiB are free: about \d+ MiB of its "
-                     r"tables go to scratch files in /run/scratch-disk/extrescue-scratch", log), log[-2000:]
+    plan = re.search(r"/dev/vda: e2fsck may need about \d+ MiB and \d+ MiB are free: about \d+ MiB of its "
+                     r"tables go to scratch files in /run/scratch-disk/extrescue-scratch", log)
+    assert plan, log[-2000:]
+    print(plan.group(0))
     assert "killed" not in log and re.search(r"/dev/vda +0 +clean", log), log[-2000:]
     assert_scratch_disk_clean(scratch)
     fsck_clean(img)

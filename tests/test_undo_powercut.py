@@ -128,37 +128,21 @@ def masked(block0):
 
 def blocks_differing(a, b, mark_allowed=False):
     """4 KiB blocks that differ between images A and B (with MARK_ALLOWED,
-    not counting what e2undo's mark changes in the first)."""
+    not counting what e2undo's mark changes in the first). Compared a MiB
+    at a time; only a MiB that differs is counted block by block."""
     n = 0
+    chunk = 256 * BLOCK
     with open(a, "rb") as fa, open(b, "rb") as fb:
         first = True
         while True:
-            x, y = fa.read(BLOCK), fb.read(BLOCK)
+            x, y = fa.read(chunk), fb.read(chunk)
             if not x and not y:
                 return n
             if first and mark_allowed:
-                x, y = masked(x), masked(y)
-            n += x != y
+                x, y = masked(x[:BLOCK]) + x[BLOCK:], masked(y[:BLOCK]) + y[BLOCK:]
             first = False
-
-
-def drain(g):
-    """Reads what the console printed so far (a full pty would stall the guest)."""
-    try:
-        while True:
-            g.child.read_nonblocking(65536, timeout=0)
-    except (pexpect.TIMEOUT, pexpect.EOF):
-        pass
-
-
-def grown(path, seen):
-    """SEEN plus what was added to the file at PATH since."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(len(seen))
-            return seen + f.read()
-    except FileNotFoundError:
-        return seen
+            if x != y:
+                n += sum(x[i:i + BLOCK] != y[i:i + BLOCK] for i in range(0, max(len(x), len(y)), BLOCK))
 
 
 def repair(guest, name, target, undo, cut=None):
@@ -182,8 +166,8 @@ def repair(guest, name, target, undo, cut=None):
         os.kill(g.child.pid, signal.SIGKILL)
         g.child.expect(pexpect.EOF, timeout=scaled(30))
     while time.monotonic() < deadline:
-        drain(g)
-        log = grown(g.log_path, log)
+        g.drain()
+        log = g.serial_log_grown(log)
         now = time.monotonic()
         if started is None and b"== e2fsck" in log:
             started = {p: os.stat(p).st_mtime_ns for p in (target, undo)}
@@ -201,7 +185,7 @@ def repair(guest, name, target, undo, cut=None):
                 kill()
                 return "end"
             g.child.expect(pexpect.EOF, timeout=scaled(60))
-            log = grown(g.log_path, log).decode(errors="replace")
+            log = g.serial_log_grown(log).decode(errors="replace")
             assert "errors corrected" in log.split("rescue-fsck repair: summary")[1], log[-2000:]
             return now - first, volume - first
         if not g.child.isalive():
