@@ -128,16 +128,18 @@ def masked(block0):
 
 def blocks_differing(a, b, mark_allowed=False):
     """4 KiB blocks that differ between images A and B (with MARK_ALLOWED,
-    not counting what e2undo's mark changes in the first). Compared a MiB
-    at a time; only a MiB that differs is counted block by block."""
+    not counting what e2undo's mark changes in the first). A MiB at a time,
+    counted block by block only where it differs: a whole comparison block
+    by block took about 0.4 s of CPU, and a test makes a dozen."""
     n = 0
     chunk = 256 * BLOCK
     with open(a, "rb") as fa, open(b, "rb") as fb:
         first = True
         while True:
-            # One after the other: a read while both old buffers are still
-            # held made the allocator map fresh pages each time: 1.0 s of CPU
-            # against 0.07 s for two 256 MiB images.
+            # Two statements, not one: with both reads in one, four 1 MiB
+            # buffers were alive at once and the allocator gave pages back
+            # and faulted in fresh ones on every pass (1.0 s of CPU against
+            # 0.07 s for two 256 MiB images).
             x = fa.read(chunk)
             y = fb.read(chunk)
             if not x and not y:
