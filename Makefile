@@ -168,8 +168,13 @@ include mk/stamps-commit.mk
 .PHONY: all
 all: $(OUT)/SHA256SUMS ## build the ISO, the netboot folder and tar, SHA256SUMS and manifest (the default)
 
-$(OUT)/SHA256SUMS: $(ISO) $(NETBOOT_TAR)
-	@cd $(OUT) && sha256sum $(notdir $(ISO)) $(notdir $(NETBOOT_TAR)) manifest > $@
+$(OUT)/SHA256SUMS: $(ISO) $(NETBOOT_TAR) $(OUT)/write-stick
+	@cd $(OUT) && sha256sum $(notdir $(ISO)) $(notdir $(NETBOOT_TAR)) write-stick manifest > $@
+
+# The stick writer beside the ISO, for whoever has only the release; the
+# image carries the same script as rescue-stick.
+$(OUT)/write-stick: initramfs/rootfs/sbin/rescue-stick
+	@install -m 0755 $< $@
 
 .PHONY: source
 source: | $(STAMPS)/host-deps ## download and verify every pinned input

@@ -139,14 +139,14 @@ def test_without_the_key_nothing_of_ours_runs(guest):
 
 
 def esp_offset(iso):
-    """Byte offset of the ESP image (FAT, volume label EXTRESCUE) in the ISO."""
+    """Byte offset of the ESP image (FAT, volume label EXTRESC-ESP) in the ISO."""
     with open(iso, "rb") as f:
         data = f.read()
     for off in range(0, len(data), 2048):
         sector = data[off:off + 512]
-        if sector[510:512] == b"\x55\xaa" and b"EXTRESCUE  FAT" in sector[0x2b:0x5a]:
+        if sector[510:512] == b"\x55\xaa" and b"EXTRESC-ESPFAT" in sector[0x2b:0x5a]:
             return off
-    raise AssertionError(f"{iso}: no FAT image with the label EXTRESCUE")
+    raise AssertionError(f"{iso}: no FAT image with the label EXTRESC-ESP")
 
 
 def section(efi, name):
