@@ -14,6 +14,8 @@ INITRAMFS_DEPS := $(foreach p,$(PACKAGES),$(STAMPS)/$(p)-installed) $(STAMPS)/le
 	$(SRC_ROOT)/lib/extrescue/authkeys $(SRC_ROOT)/lib/extrescue/report $(SRC_ROOT)/usr/sbin/efibootmgr \
 	$(SRC_ROOT)/usr/sbin/nvme $(GEN_INIT_CPIO)
 
+# etc/extrescue/iso-uuid: the ISO's UUID as xorriso makes it from
+# SOURCE_DATE_EPOCH, by which the boot knows the stick it came from.
 $(STAMPS)/initramfs-gen: $(INITRAMFS_INPUTS) $(foreach n,$(PACKAGES),$(call pin_stamp,$(n))) $(EPOCH_STAMP) | $(BUILD)
 	$(Q)rm -rf $(INITRAMFS_GEN) && mkdir -p $(INITRAMFS_GEN)/etc $(INITRAMFS_GEN)/usr/share/doc/extrescue
 	$(Q){ printf 'NAME=extrescue\nID=extrescue\nVERSION_ID=%s\nPRETTY_NAME="extrescue %s"\n' '$(VERSION)' '$(VERSION)'; \
@@ -21,6 +23,7 @@ $(STAMPS)/initramfs-gen: $(INITRAMFS_INPUTS) $(foreach n,$(PACKAGES),$(call pin_
 	 } > $(INITRAMFS_GEN)/etc/os-release
 	$(Q)cp README.md $(INITRAMFS_GEN)/usr/share/doc/extrescue/README.md
 	$(Q)mkdir -p $(INITRAMFS_GEN)/etc/extrescue
+	$(Q)date -u -d @$(SOURCE_DATE_EPOCH) +%Y-%m-%d-%H-%M-%S-00 > $(INITRAMFS_GEN)/etc/extrescue/iso-uuid
 	$(Q)for f in iso/loader/entries/*.conf; do \
 	  printf '%s %s\n' "$${f##*/}" "$$(sed -n 's/^options[[:space:]]*//p' $$f)"; done > $(INITRAMFS_GEN)/etc/extrescue/boot-entries
 	$(Q)touch $@

@@ -10,7 +10,16 @@
  * warning line on standard error and is left out; the exit status is 0
  * whatever the input, because PID 1 must go on.
  *
- * usage: cmdline [--dir DIR] [FILE]    (defaults: /run/extrescue, /proc/cmdline)
+ * With --stick, FILE is the cmdline file on the stick's EXTRESCUE partition
+ * (edited on any laptop): lines ending in LF or CRLF, a line whose first
+ * non-blank is '#' a comment, the rest read as one command line that adds
+ * to the kernel's. Only rescue.* (not rescue.stick), ip=, nameserver=,
+ * vlan= and ifname= are taken, anything else is named and left out; a
+ * parameter the kernel's line set is left as the kernel set it; each name
+ * taken is a line of DIR/stick-taken. A file over MAX_LINE bytes gives
+ * nothing.
+ *
+ * usage: cmdline [--dir DIR] [--stick] [FILE]    (defaults: /run/extrescue, /proc/cmdline)
  */
 #include <errno.h>
 #include <stdio.h>
@@ -50,9 +59,14 @@ static const struct param {
 	{"ssh_key_insecure", WORD, "0|1", 0, 0, 0},
 	{"report", URL, NULL, 0, 0, 0},
 	{"smoke", NUMBER, NULL, 1, 600, 0},
+	{"stick", DEVICE, NULL, 0, 0, 0},
 };
 
 static const char *dir = "/run/extrescue";
+/* Reading the stick's file, not the kernel's line (see the top). */
+static int stick;
+/* The network parameters the stick may set (not BOOTIF=: a PXE loader's). */
+static const char *const stick_net[] = {"ip", "nameserver", "vlan", "ifname"};
 
 static int one_of(const char *v, const char *words)
 {
@@ -144,6 +158,51 @@ static int count(const char *file)
 	return MAX_REPEAT + 1;
 }
 
+/* In --stick mode: whether PARAM may come from the stick; says why not. */
+static int stick_may(const char *param)
+{
+	for (size_t i = 0; i < sizeof(stick_net) / sizeof(stick_net[0]); i++)
+		if (!strcmp(param, stick_net[i]))
+			return 1;
+	if (!strncmp(param, "rescue.", 7) && strcmp(param, "rescue.stick"))
+		return 1;
+	fprintf(stderr, "extrescue: the stick's cmdline may not set %.40s%s; left out\n",
+		text_printable(param) ? param : "?", strlen(param) > 40 ? "..." : "");
+	return 0;
+}
+
+/* In --stick mode: whether FILE (param/KEY, net/NAME) may take PARAM's value
+ * from the stick: not when the kernel's line set it, which is said once. */
+static int stick_takes(const char *file, const char *param)
+{
+	static char mine[32][32], theirs[32][32];
+	char path[512];
+	struct stat st;
+	int i;
+
+	for (i = 0; i < 32 && mine[i][0]; i++)
+		if (!strcmp(mine[i], file))
+			return 1;
+	for (int j = 0; j < 32 && theirs[j][0]; j++)
+		if (!strcmp(theirs[j], file))
+			return 0;
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	if (!stat(path, &st)) {
+		for (int j = 0; j < 32; j++)
+			if (!theirs[j][0]) {
+				snprintf(theirs[j], sizeof(theirs[j]), "%s", file);
+				break;
+			}
+		fprintf(stderr, "extrescue: the stick's %s= is left out: the boot command line sets it\n", param);
+		return 0;
+	}
+	if (i == 32)
+		return 0;
+	snprintf(mine[i], sizeof(mine[i]), "%s", file);
+	save("stick-taken", param, "a");
+	return 1;
+}
+
 static void take_net(const char *param, const char *value)
 {
 	char line[NETARGS_LINE], file[64];
@@ -161,6 +220,8 @@ static void take_net(const char *param, const char *value)
 	snprintf(file, sizeof(file), "net/%s", param);
 	if (!*line)
 		return;
+	if (stick && !stick_takes(file, param))
+		return;
 	if (count(file) > MAX_REPEAT) {
 		warn("", param, value, "is one too many (at most 16)");
 		return;
@@ -173,6 +234,8 @@ static void take(char *param, char *value)
 	static int keys_seen;
 	char *key, label[32];
 
+	if (stick && !stick_may(param))
+		return;
 	if (!strcmp(param, "console") && value) {
 		if (text_printable(value) && strlen(value) <= 64)
 			save("consoles", value, "a");
@@ -207,6 +270,8 @@ static void take(char *param, char *value)
 			return;
 		}
 		snprintf(file, sizeof(file), "param/%s", key);
+		if (stick && !stick_takes(file, param))
+			return;
 		if (params[i].repeat && count(file) > MAX_REPEAT) {
 			warn("rescue.", key, value, "is one too many (at most 16)");
 			return;
@@ -231,6 +296,26 @@ static void take_all(char *line)
 }
 
 #ifndef FUZZING
+/* The stick's file as one line, in place: comment lines blanked, the line
+ * ends (CR and LF) made spaces. */
+static void uncomment(char *text)
+{
+	for (char *line = text; *line;) {
+		char *end = line + strcspn(line, "\n");
+		char *first = line + strspn(line, " \t\r");
+
+		if (*first == '#')
+			memset(line, ' ', end - line);
+		for (char *c = line; c < end; c++)
+			if (*c == '\r')
+				*c = ' ';
+		if (!*end)
+			break;
+		*end = ' ';
+		line = end + 1;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *file = "/proc/cmdline";
@@ -242,6 +327,8 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--dir") && i + 1 < argc)
 			dir = argv[++i];
+		else if (!strcmp(argv[i], "--stick"))
+			stick = 1;
 		else
 			file = argv[i];
 	}
@@ -250,9 +337,10 @@ int main(int argc, char **argv)
 	mkdir(path, 0755);
 	snprintf(path, sizeof(path), "%s/net", dir);
 	mkdir(path, 0755);
-	/* What is appended to starts empty. */
-	for (const char *const *f = (const char *const[]){"consoles", "param/ssh_key", "net/ip",
-		"net/nameserver", "net/vlan", "net/ifname", NULL}; *f; f++) {
+	/* What is appended to starts empty; the stick adds to the kernel's. */
+	for (const char *const *f = stick ? (const char *const[]){"stick-taken", NULL} :
+	     (const char *const[]){"consoles", "param/ssh_key", "net/ip",
+		"net/nameserver", "net/vlan", "net/ifname", "stick-taken", NULL}; *f; f++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, *f);
 		remove(path);
 	}
@@ -261,9 +349,21 @@ int main(int argc, char **argv)
 		fprintf(stderr, "extrescue: cannot read %s: %s; no parameters taken\n", file, strerror(errno));
 		return 0;
 	}
-	n = fread(line, 1, MAX_LINE, f);
+	n = fread(line, 1, MAX_LINE + 1, f);
 	fclose(f);
+	if (stick && n > MAX_LINE) {
+		fprintf(stderr, "extrescue: the stick's cmdline is larger than %d bytes; none of it is taken\n", MAX_LINE);
+		return 0;
+	}
+	n = n > MAX_LINE ? MAX_LINE : n;
 	line[n] = 0;
+	if (stick) {
+		if (memchr(line, 0, n)) {
+			fprintf(stderr, "extrescue: the stick's cmdline is not text (it holds NUL bytes); none of it is taken\n");
+			return 0;
+		}
+		uncomment(line);
+	}
 	take_all(line);
 	return 0;
 }

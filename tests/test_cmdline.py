@@ -188,3 +188,53 @@ def test_authkeys_splits_a_key_url_from_its_pin(value, status, out, said):
     r = host([AUTHKEYS, "--url", value])
     assert (r.returncode, r.stdout) == (status, out), (r.stdout, r.stderr)
     assert said in r.stderr and (not said or len(r.stderr.splitlines()) == 1), r.stderr
+
+
+def stick_pass(tmp_path, kernel, stick_text):
+    """The kernel's line KERNEL, then the stick's cmdline file STICK_TEXT over
+    it; returns (params, net, taken, warnings of the stick's pass)."""
+    out = tmp_path / "out"
+    (tmp_path / "kernel").write_text(kernel)
+    (tmp_path / "stick").write_bytes(stick_text.encode() if isinstance(stick_text, str) else stick_text)
+    assert host([CMDLINE, "--dir", str(out), str(tmp_path / "kernel")]).returncode == 0
+    r = host([CMDLINE, "--dir", str(out), "--stick", str(tmp_path / "stick")])
+    assert r.returncode == 0 and "ERROR" not in r.stderr, r.stderr
+    params = {p.name: p.read_text() for p in (out / "param").iterdir()}
+    net = {p.name: p.read_text() for p in (out / "net").iterdir()}
+    taken = (out / "stick-taken").read_text().split() if (out / "stick-taken").exists() else []
+    return params, net, taken, r.stderr.splitlines()
+
+
+def test_stick_cmdline_adds_to_the_kernels_and_never_overrides(tmp_path):
+    params, net, taken, warnings = stick_pass(
+        tmp_path, "console=ttyS0 rescue.after=shell ip=dhcp",
+        "# a comment rescue.fsck=repair\r\nrescue.after=poweroff rescue.fsck=check\r\n"
+        "  # indented comment\r\nip=10.0.0.5::10.0.0.1:255.255.255.0::eth0:off nameserver=10.0.0.53\r\n")
+    assert params == {"after": "shell", "fsck": "check"}, params
+    assert net["ip"] == "dhcp -\n" and net["nameserver"] == "10.0.0.53\n", net
+    assert taken == ["rescue.fsck", "nameserver"], taken
+    assert warnings == ["extrescue: the stick's rescue.after= is left out: the boot command line sets it",
+                        "extrescue: the stick's ip= is left out: the boot command line sets it"], warnings
+
+
+@pytest.mark.parametrize("text,warning", [
+    ("init=/bin/sh rescue.fsck=check", "the stick's cmdline may not set init; left out"),
+    ("console=ttyS1 rescue.fsck=check", "the stick's cmdline may not set console; left out"),
+    ("rescue.stick=/dev/sdb1 rescue.fsck=check", "the stick's cmdline may not set rescue.stick; left out"),
+    ("BOOTIF=01-52-54-00-12-34-56 rescue.fsck=check", "the stick's cmdline may not set BOOTIF; left out"),
+    ("rescue.after=$(reboot) rescue.fsck=check", "rescue.after=$(reboot) is not one of the accepted values"),
+])
+def test_stick_cmdline_takes_only_documented_parameters(tmp_path, text, warning):
+    params, _, taken, warnings = stick_pass(tmp_path, "console=ttyS0", text)
+    assert params == {"fsck": "check"} and taken == ["rescue.fsck"], (params, taken)
+    assert len(warnings) == 1 and warning in warnings[0], warnings
+
+
+@pytest.mark.parametrize("text,warning", [
+    ("rescue.fsck=check " + "x" * 9000, "larger than 8192 bytes; none of it is taken"),
+    (b"rescue.fsck=check\0rescue.after=poweroff", "not text (it holds NUL bytes); none of it is taken"),
+])
+def test_stick_cmdline_too_large_or_binary_gives_nothing(tmp_path, text, warning):
+    params, _, taken, warnings = stick_pass(tmp_path, "console=ttyS0", text)
+    assert params == {} and taken == [], params
+    assert len(warnings) == 1 and warning in warnings[0], warnings

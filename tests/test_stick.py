@@ -4,12 +4,14 @@ bytes are unchanged outside the partition tables, the EXTRESCUE partition
 holds the owner's keys and parameters, and the stick boots by BIOS, UEFI and
 Secure Boot. What it must refuse, it refuses and leaves alone."""
 import glob
+import hashlib
 import os
 import subprocess
 
 import pytest
 
 from harness import OUT, TOP, host
+from test_network import free_port, keypair, ssh
 from test_secureboot import sb_args
 
 WRITE_STICK = os.path.join(TOP, "scripts", "write-stick")
@@ -198,3 +200,153 @@ def test_rescue_stick_on_the_running_system(guest, tmp_path):
     g.wait_shell()
     assert "LABEL=\"EXTRESCUE\"" in g.check("blkid /dev/sda2")
     assert g.poweroff() == 0
+
+
+# Reading the stick at boot: keys and parameters taken as data, only from the
+# stick this system booted from or the one rescue.stick= names.
+
+def mtools(*args):
+    r = host(list(args), env=dict(os.environ, MTOOLS_SKIP_CHECK="1"))
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def owner_stick(folder, name, cmdline="rescue.undo=none init=/bin/sh"):
+    """A stick with the owner's key and CMDLINE; returns (image, private key)."""
+    key, pub = keypair(str(folder), f"{name}-owner")
+    keys = folder / f"{name}.pub"
+    keys.write_text(pub + "\n")
+    img = blank(folder / f"{name}.img", 256 << 20)
+    r = write_stick(iso(), img, "--keys", keys, "--cmdline", cmdline)
+    assert r.returncode == 0, r.stderr
+    return img, key
+
+
+def planted_disk(folder, key_pub):
+    """A server disk with a FAT partition labelled EXTRESCUE holding an
+    intruder's key and a cmdline that would power the rescue off."""
+    img = blank(folder / "server.img", 96 << 20)
+    host(["sgdisk", "-n", "1:2048:0", "-t", "1:0700", img])
+    offset = 2048 * SECTOR
+    r = host(["mkfs.vfat", "-F", "32", "-n", "EXTRESCUE", "--offset", "2048", img, str((96 << 10) - 1024 - 64)])
+    assert r.returncode == 0, r.stderr
+    src = folder / "planted"
+    (src / "extrescue").mkdir(parents=True)
+    (src / "extrescue" / "authorized_keys").write_text(key_pub + "\n")
+    (src / "extrescue" / "cmdline").write_text("rescue.after=poweroff\n")
+    mtools("mcopy", "-s", "-i", f"{img}@@{offset}", str(src / "extrescue"), "::/")
+    return img
+
+
+def sha256_file(path):
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+def test_keys_and_parameters_from_the_stick_reach_ssh(guest, tmp_path):
+    """Booted from the stick with a NIC and nothing on the command line: the
+    host logs in with the stick's key; the stick's parameters are taken, init=
+    is refused; a server disk's EXTRESCUE partition and an ext4 labelled
+    EXTRESCUE are named, never read, and the intruder's key does not work."""
+    img, key = owner_stick(tmp_path, "own")
+    intruder, intruder_pub = keypair(str(tmp_path), "intruder")
+    planted = planted_disk(tmp_path, intruder_pub)
+    ext4 = blank(tmp_path / "ext4.img", 32 << 20)
+    host(["mke2fs", "-q", "-F", "-t", "ext4", "-L", "EXTRESCUE", ext4])
+    before = sha256_file(planted), sha256_file(ext4)
+    port = free_port()
+    g = guest("stick-keys", ["--firmware", "bios", "--medium", "usb", "--iso", img,
+                             "--nic", f"virtio-net-pci,fwd={port}:22",
+                             "--disk", f"{planted},if=virtio-blk,rw", "--disk", f"{ext4},if=virtio-blk,rw"],
+              boot_timeout=180)
+    g.wait_shell()
+    g.check("n=0; while [ ! -e /run/extrescue/net/ready ] && [ $n -lt 600 ]; do sleep 0.2; n=$((n+1)); done; "
+            "[ -e /run/extrescue/net/ready ]", timeout=180)
+    assert "rescue.ssh_key" not in g.check("cat /proc/cmdline")
+    # rescue.undo=none from the stick's cmdline; rescue.after=poweroff from the planted one is not.
+    r = ssh(key, port, "echo $(cat /run/extrescue/param/undo); [ -e /run/extrescue/param/after ] || echo no-after",
+            str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["none", "no-after"], r.stdout
+    r = ssh(intruder, port, "true", str(tmp_path))
+    assert r.returncode != 0, "the key planted on a server disk logged in"
+    banner = g.check("/lib/extrescue/banner")
+    assert "Stick: /dev/sda2 (EXTRESCUE on the disk this system booted from), read-only" in banner, banner
+    assert "rescue.ssh_key: 1 key(s) from the stick" in banner and "ip=dhcp: the stick has keys" in banner, banner
+    assert "from the stick's cmdline: rescue.undo" in banner, banner
+    assert "ignored: /dev/vda1 (EXTRESCUE, not on the disk this system booted from" in banner, banner
+    assert "ignored: /dev/vdb (labelled EXTRESCUE, but ext4" in banner, banner
+    assert "the stick's cmdline may not set init; left out" in g.serial_log()
+    assert g.check("cat /sys/block/sda/sda2/ro").strip() == "1"
+    assert "/dev/sda2" not in g.check("cat /proc/mounts")
+    assert g.poweroff() == 0
+    g.assert_no_fatal()
+    assert (sha256_file(planted), sha256_file(ext4)) == before
+
+
+def test_a_stick_is_read_only_when_named_after_a_cd_boot(guest, tmp_path):
+    """Booted from CD, a stick beside it is not read; named by
+    rescue.stick=LABEL=EXTRESCUE (a direct boot with the CD in the drive,
+    as the boot menu's edited entry would be) it is; rescue.stick=off reads
+    none."""
+    img, _ = owner_stick(tmp_path, "beside", cmdline="rescue.settle=3")
+    stick = ["--disk", f"{img},if=usb-xhci"]
+    g = guest("stick-cd", ["--medium", "cd"] + stick)
+    g.wait_shell()
+    summary = g.check("cat /run/extrescue/stick/summary")
+    assert "Stick: none read: booted from CD" in summary and "ignored: /dev/sda2" in summary, summary
+    assert g.run("cat /run/extrescue/param/ssh_key")[0] != 0
+    assert g.poweroff() == 0
+    cd = ["--", "-drive", f"file={iso()},media=cdrom,readonly=on,if=ide"]
+    for value, want in (("LABEL=EXTRESCUE", "Stick: /dev/sda2 (named by rescue.stick=), read-only"),
+                        ("off", "Stick: not read (rescue.stick=off)")):
+        g = guest(f"stick-named-{value[:3]}", ["--direct", "--append", f"console=ttyS0,115200n8 rescue.stick={value}"]
+                  + stick + cd)
+        g.wait_shell()
+        summary = g.check("cat /run/extrescue/stick/summary")
+        assert want in summary, summary
+        keys = g.run("cat /run/extrescue/param/ssh_key")
+        assert (keys[0] == 0) == (value != "off"), keys
+        assert g.poweroff() == 0
+        g.assert_no_fatal()
+
+
+def test_hostile_stick_contents_are_data(guest, tmp_path):
+    """A 100 MiB cmdline, a binary authorized_keys, shell code in values and a
+    directory where a file should be: one line each, nothing runs, the boot
+    goes on to its shell."""
+    img, _ = owner_stick(tmp_path, "bad")
+    offset = data_offset(img)
+    big = tmp_path / "cmdline"
+    with open(big, "wb") as f:
+        f.truncate(100 << 20)
+    binary = tmp_path / "authorized_keys"
+    binary.write_bytes(bytes(range(256)) * 16)
+    mtools("mcopy", "-o", "-i", f"{img}@@{offset}", str(big), str(binary), "::/extrescue/")
+    g = guest("stick-bad-1", ["--direct", "--append", "console=ttyS0,115200n8 rescue.stick=/dev/vda2",
+                              "--disk", f"{img},if=virtio-blk"])
+    g.wait_shell()
+    errors = g.check("cat /run/extrescue/errors")
+    assert "the stick's cmdline is larger than 8192 bytes; none of it is taken" in errors, errors
+    assert "the stick's authorized_keys is not text" in errors, errors
+    assert g.run("cat /run/extrescue/param/ssh_key")[0] != 0
+    assert g.poweroff() == 0
+    g.assert_no_fatal()
+
+    mtools("mdel", "-i", f"{img}@@{offset}", "::/extrescue/authorized_keys")
+    mtools("mmd", "-i", f"{img}@@{offset}", "::/extrescue/authorized_keys")
+    shell = tmp_path / "shellcode"
+    shell.write_text('# edited on Windows\r\nrescue.after=$(reboot) "rescue.devices=`reboot`"\r\n'
+                     'rescue.undo=none init=/bin/sh rescue.fsck=repair;reboot\r\n')
+    mtools("mcopy", "-o", "-i", f"{img}@@{offset}", str(shell), "::/extrescue/cmdline")
+    g = guest("stick-bad-2", ["--direct", "--append", "console=ttyS0,115200n8 rescue.stick=/dev/vda2",
+                              "--disk", f"{img},if=virtio-blk"])
+    g.wait_shell()
+    errors = g.check("cat /run/extrescue/errors")
+    assert "the stick's extrescue/authorized_keys is not a file" in errors, errors
+    assert "rescue.after=$(reboot) is not one of the accepted values" in errors, errors
+    assert "the stick's cmdline may not set init" in errors, errors
+    assert "rescue.fsck=repair;reboot is not one of the accepted values" in errors, errors
+    assert g.check("for f in devices undo; do cat /run/extrescue/param/$f; echo; done").split() == ["`reboot`", "none"]
+    assert g.run("cat /run/extrescue/param/after")[0] != 0
+    assert g.poweroff() == 0
+    g.assert_no_fatal()
