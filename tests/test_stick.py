@@ -4,12 +4,15 @@ bytes are unchanged outside the partition tables, the EXTRESCUE partition
 holds the owner's keys and parameters, and the stick boots by BIOS, UEFI and
 Secure Boot. What it must refuse, it refuses and leaves alone."""
 import glob
-import hashlib
+import json
 import os
+import re
+import shutil
 import subprocess
 
 import pytest
 
+from disks import damaged, fsck_clean, make_fs, sha256_file
 from harness import OUT, TOP, host
 from test_network import free_port, keypair, ssh
 from test_secureboot import sb_args
@@ -238,10 +241,6 @@ def planted_disk(folder, key_pub):
     return img
 
 
-def sha256_file(path):
-    return hashlib.sha256(open(path, "rb").read()).hexdigest()
-
-
 def test_keys_and_parameters_from_the_stick_reach_ssh(guest, tmp_path):
     """Booted from the stick with a NIC and nothing on the command line: the
     host logs in with the stick's key; the stick's parameters are taken, init=
@@ -270,7 +269,8 @@ def test_keys_and_parameters_from_the_stick_reach_ssh(guest, tmp_path):
     r = ssh(intruder, port, "true", str(tmp_path))
     assert r.returncode != 0, "the key planted on a server disk logged in"
     banner = g.check("/lib/extrescue/banner")
-    assert "Stick: /dev/sda2 (EXTRESCUE on the disk this system booted from), read-only" in banner, banner
+    # QEMU's boot medium is read-only: the stick is used, and nothing is written to it.
+    assert "Stick: /dev/sda2 (EXTRESCUE on the disk this system booted from), write-protected" in banner, banner
     assert "rescue.ssh_key: 1 key(s) from the stick" in banner and "ip=dhcp: the stick has keys" in banner, banner
     assert "from the stick's cmdline: rescue.undo" in banner, banner
     assert "ignored: /dev/vda1 (EXTRESCUE, not on the disk this system booted from" in banner, banner
@@ -289,7 +289,7 @@ def test_a_stick_is_read_only_when_named_after_a_cd_boot(guest, tmp_path):
     as the boot menu's edited entry would be) it is; rescue.stick=off reads
     none."""
     img, _ = owner_stick(tmp_path, "beside", cmdline="rescue.settle=3")
-    stick = ["--disk", f"{img},if=usb-xhci"]
+    stick = ["--disk", f"{img},if=usb-xhci,rw"]
     g = guest("stick-cd", ["--medium", "cd"] + stick)
     g.wait_shell()
     summary = g.check("cat /run/extrescue/stick/summary")
@@ -297,7 +297,7 @@ def test_a_stick_is_read_only_when_named_after_a_cd_boot(guest, tmp_path):
     assert g.run("cat /run/extrescue/param/ssh_key")[0] != 0
     assert g.poweroff() == 0
     cd = ["--", "-drive", f"file={iso()},media=cdrom,readonly=on,if=ide"]
-    for value, want in (("LABEL=EXTRESCUE", "Stick: /dev/sda2 (named by rescue.stick=), read-only"),
+    for value, want in (("LABEL=EXTRESCUE", "Stick: /dev/sda2 (named by rescue.stick=): undo files"),
                         ("off", "Stick: not read (rescue.stick=off)")):
         g = guest(f"stick-named-{value[:3]}", ["--direct", "--append", f"console=ttyS0,115200n8 rescue.stick={value}"]
                   + stick + cd)
@@ -350,3 +350,120 @@ def test_hostile_stick_contents_are_data(guest, tmp_path):
     assert g.run("cat /run/extrescue/param/after")[0] != 0
     assert g.poweroff() == 0
     g.assert_no_fatal()
+
+
+# Remembering: the stick this system booted from keeps undo files, the
+# report and the log; rescue.stick=ro and a full stick change nothing.
+
+def stick_files(img, folder):
+    """{name: bytes} of the files in the stick's extrescue/FOLDER."""
+    offset = data_offset(img)
+    names = mtools("mdir", "-b", "-i", f"{img}@@{offset}", f"::/extrescue/{folder}").split()
+    out = {}
+    for n in names:
+        if n.endswith("/"):
+            continue
+        r = subprocess.run(["mtype", "-i", f"{img}@@{offset}", n], capture_output=True,
+                           env=dict(os.environ, MTOOLS_SKIP_CHECK="1"))
+        out[n.rsplit("/", 1)[1]] = r.stdout
+    return out
+
+
+def test_unattended_repair_with_the_stick_alone_keeps_its_way_back(guest, tmp_path):
+    """The stick's cmdline asks for the repair and the power-off; the undo file,
+    report and log land on the stick, whose FAT is left clean; the server's
+    other disk is untouched. Booted again (the kernel's line overriding the
+    stick's repair), rescue-stick lists what the stick holds and finds the
+    volume the undo file belongs to by its UUID, under its new name; e2undo
+    with that file gives back the damaged volume byte for byte."""
+    bad = damaged(tmp_path, "xrdamaged")
+    original = tmp_path / "xrdamaged.orig"
+    shutil.copy(bad, original)
+    other = str(tmp_path / "other.img")
+    make_fs(other, "32M", label="xrother")
+    other_before = sha256_file(other)
+    img, _ = owner_stick(tmp_path, "rec", cmdline="rescue.fsck=repair rescue.devices=LABEL=xrdamaged "
+                                                  "rescue.after=poweroff")
+    g = guest("stick-remember", ["--own-disk", "--disk", f"{img},if=usb-xhci,rw",
+                                 "--disk", f"{bad},if=virtio-blk,rw", "--disk", f"{other},if=virtio-blk,rw"],
+              boot_timeout=240)
+    g.expect([r"reboot: Power down"], 300, "the power-off after the repair")
+    log = g.serial_log()
+    assert "errors corrected" in log and "saved on the stick" in log, log[-3000:]
+    assert sha256_file(other) == other_before, "a disk nobody named was written"
+    fsck_clean(bad)
+    assert_fat_clean(img)
+    undo = stick_files(img, "undo")
+    assert len(undo) == 1 and next(iter(undo)).startswith("vda-"), undo
+    undo_name = next(iter(undo))
+    reports, logs = stick_files(img, "reports"), stick_files(img, "logs")
+    assert len(reports) == 1 and len(logs) == 1, (reports, logs)
+    name = next(iter(reports))
+    assert re.fullmatch(r"\d{8}-\d{6}-[A-Za-z0-9.-]+\.json", name), name
+    report = json.loads(next(iter(reports.values())))
+    fsck = [v for v in report["fsck"] if v["device"] == "/dev/vda"]
+    assert len(fsck) == 1 and fsck[0]["undo_file"].endswith(undo_name), report["fsck"]
+    text = next(iter(logs.values())).decode(errors="replace")
+    assert "/dev/vda" in text and "errors corrected" in text, text[-2000:]
+
+    g = guest("stick-remember-look", ["--direct", "--append", "console=ttyS0,115200n8 rescue.fsck=report "
+                                      "rescue.after=shell", "--disk", f"{img},if=usb-xhci,rw",
+                                      "--disk", f"{other},if=virtio-blk,rw", "--disk", f"{bad},if=virtio-blk,rw"])
+    g.wait_shell()
+    status = g.check("rescue-stick status")
+    assert "extrescue/undo/: 1 file(s)" in status and "Space: " in status, status
+    listing = g.check("rescue-stick list")
+    assert re.search(rf"\d{{8}} \d{{6}} vda\s+undo\s+extrescue/undo/{re.escape(undo_name)}", listing), listing
+    assert re.search(r"report\s+extrescue/reports/" + re.escape(name), listing), listing
+    out = g.check(f"rescue-stick undo {undo_name}")
+    assert re.search(rf"^e2undo /run/extrescue/stick/\S+/{re.escape(undo_name)} /dev/vdb$", out, re.M), out
+    assert g.poweroff() == 0
+    g.assert_no_fatal()
+
+    saved = tmp_path / "saved.e2undo"
+    saved.write_bytes(undo[undo_name])
+    r = host(["e2undo", str(saved), bad])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert sha256_file(bad) == sha256_file(original), "e2undo with the stick's undo file did not restore the original"
+
+
+def assert_fat_clean(img):
+    """The data partition's FAT was unmounted cleanly (Linux sets bit 0 of
+    byte 0x41 of a FAT32 boot sector while it is mounted read-write)."""
+    with open(img, "rb") as f:
+        f.seek(data_offset(img) + 0x41)
+        assert f.read(1)[0] & 1 == 0, "the stick's FAT was left dirty"
+
+
+def test_read_only_stick_and_full_stick_change_nothing(guest, tmp_path):
+    """rescue.stick=ro: a check and a clean power-off leave every byte of the
+    stick as it was. A stick with no room for the undo file: the repair is
+    refused before anything is written, the volume is unchanged."""
+    img, _ = owner_stick(tmp_path, "ro", cmdline="rescue.fsck=check")
+    before = sha256_file(img)
+    g = guest("stick-ro", ["--direct", "--append", "console=ttyS0,115200n8 rescue.stick=ro",
+                           "--disk", f"{img},if=usb-xhci,rw"])
+    g.wait_shell()
+    assert "read-only (rescue.stick=ro): nothing is written to it" in g.check("cat /run/extrescue/stick/summary")
+    assert g.poweroff("poweroff") == 0
+    assert sha256_file(img) == before, "rescue.stick=ro wrote to the stick"
+
+    bad = damaged(tmp_path, "xrfull")
+    bad_before = sha256_file(bad)
+    small = blank(tmp_path / "small.img", 96 << 20)
+    r = write_stick(iso(), small, "--cmdline", "rescue.fsck=repair rescue.devices=LABEL=xrfull rescue.after=poweroff")
+    assert r.returncode == 0, r.stderr
+    offset = data_offset(small)
+    free = int(re.search(r"(\d[\d ]*) bytes free", mtools("mdir", "-i", f"{small}@@{offset}", "::/")).group(1)
+               .replace(" ", ""))
+    filler = tmp_path / "filler"
+    with open(filler, "wb") as f:
+        f.truncate(free - (1 << 20))        # 1 MiB left; the undo file wants a tenth of 32 MiB
+    mtools("mcopy", "-i", f"{small}@@{offset}", str(filler), "::/filler")
+    g = guest("stick-full", ["--own-disk", "--disk", f"{small},if=usb-xhci,rw", "--disk", f"{bad},if=virtio-blk,rw"],
+              boot_timeout=240)
+    g.expect([r"reboot: Power down"], 300, "the power-off after the refused repair")
+    log = g.serial_log()
+    assert "no room on the stick for an undo file" in log, log[-3000:]
+    assert sha256_file(bad) == bad_before, "a repair without room for its undo file wrote to the volume"
+    assert_fat_clean(small)
