@@ -5,7 +5,7 @@ PYTEST := /usr/bin/python3 -m pytest
 EXTRESCUE_TIMEOUT_SCALE ?= 1
 export EXTRESCUE_TIMEOUT_SCALE
 
-.PHONY: test test-times test-build test-boot test-server run smoke bench bench-fsck bench-scratch bench-undo bench-kernel bench-io bench-assemble bench-crash bench-consoles bench-net bench-netboot repro-check check-fresh
+.PHONY: test test-times test-build test-boot test-server run smoke bench bench-fsck bench-scratch bench-undo bench-kernel bench-io bench-assemble bench-crash bench-consoles bench-net bench-netboot bench-stick repro-check check-fresh
 # Guests run TEST_JOBS at a time (pytest-xdist); each is one TCG thread. One
 # more than the cores (at most 8): a test waits for about a seventh of its
 # seconds (a timeout it proves, a sleeping guest, a scan's settle time), and
@@ -48,6 +48,9 @@ smoke: $(ISO) ## qemu/smoke: DISK=/dev/sdX [CTRL=ahci] and/or PCI=BDF; does the 
 
 bench: $(ISO) $(STAMPS)/virt-firmware ## image sizes; seconds to a shell: BIOS, UEFI, UEFI with Secure Boot on (median of 5, TCG)
 	$(Q)tests/bench-boot --iso $(ISO) --runs 5 --secureboot
+
+bench-stick: $(ISO) ## seconds for write-stick to make a 1 GiB stick; boot from the plain ISO and from that stick as USB, side by side (median of 3, TCG)
+	$(Q)tests/bench-stick $(ISO) 3
 
 bench-fsck: $(STAMPS)/e2fsprogs-installed ## the image's e2fsck/debugfs against the host's: medians, ratios, sizes
 	$(Q)tests/bench-fsck $(E2FSPROGS_OBJ)
