@@ -50,10 +50,14 @@ def data_offset(img):
     return int(rows[0][1]) * SECTOR
 
 
-def fat_file(img, path):
-    r = host(["mtype", "-i", f"{img}@@{data_offset(img)}", f"::{path}"], env=dict(os.environ, MTOOLS_SKIP_CHECK="1"))
+def mtools(*args):
+    r = host(list(args), env=dict(os.environ, MTOOLS_SKIP_CHECK="1"))
     assert r.returncode == 0, r.stderr
     return r.stdout
+
+
+def fat_file(img, path):
+    return mtools("mtype", "-i", f"{img}@@{data_offset(img)}", f"::{path}")
 
 
 def assert_iso_kept(img):
@@ -92,13 +96,12 @@ def test_written_stick_keeps_the_iso_and_verifies(stick):
     # The data partition: FAT32 labelled EXTRESCUE after the ISO, on a MiB boundary.
     offset = data_offset(stick)
     assert offset >= os.path.getsize(iso()) and offset % (1 << 20) == 0
-    info = host(["minfo", "-i", f"{stick}@@{offset}", "::"], env=dict(os.environ, MTOOLS_SKIP_CHECK="1")).stdout
+    info = mtools("minfo", "-i", f"{stick}@@{offset}", "::")
     assert "EXTRESCUE" in info and "FAT32" in info, info
     assert KEY in fat_file(stick, "/extrescue/authorized_keys")
     assert "rescue.settle=3 ip=dhcp" in fat_file(stick, "/extrescue/cmdline")
     assert "nothing on it is ever run" in fat_file(stick, "/extrescue/README.txt")
-    listing = host(["mdir", "-b", "-i", f"{stick}@@{offset}", "::/extrescue"],
-                   env=dict(os.environ, MTOOLS_SKIP_CHECK="1")).stdout
+    listing = mtools("mdir", "-b", "-i", f"{stick}@@{offset}", "::/extrescue")
     for sub in ("undo", "reports", "logs"):
         assert f"::/extrescue/{sub}/" in listing, listing
 
@@ -118,6 +121,10 @@ def test_stick_boots(guest, stick, way):
     assert [line.split(":")[0] for line in seen if 'LABEL="EXTRESCUE"' in line] == ["/dev/sda2"], seen
     assert any(line.startswith("/dev/sda2:") and 'TYPE="vfat"' in line for line in seen), seen
     assert any(line.startswith("/dev/sda1:") and 'PARTLABEL="extrescue ESP"' in line for line in seen), seen
+    # The boot found its own stick: on USB under BIOS, by the boot loader's
+    # partition (LoaderDevicePartUUID) under UEFI.
+    summary = g.check("cat /run/extrescue/stick/summary")
+    assert "Stick: /dev/sda2 (EXTRESCUE on the disk this system booted from)" in summary, summary
     if way != "bios":
         assert g.check("[ -d /sys/firmware/efi ] && echo efi").strip() == "efi"
     if way == "secureboot":
@@ -208,12 +215,6 @@ def test_rescue_stick_on_the_running_system(guest, tmp_path):
 # Reading the stick at boot: keys and parameters taken as data, only from the
 # stick this system booted from or the one rescue.stick= names.
 
-def mtools(*args):
-    r = host(list(args), env=dict(os.environ, MTOOLS_SKIP_CHECK="1"))
-    assert r.returncode == 0, r.stderr
-    return r.stdout
-
-
 def owner_stick(folder, name, cmdline="rescue.undo=none init=/bin/sh"):
     """A stick with the owner's key and CMDLINE; returns (image, private key)."""
     key, pub = keypair(str(folder), f"{name}-owner")
@@ -243,10 +244,11 @@ def planted_disk(folder, key_pub):
 
 def test_keys_and_parameters_from_the_stick_reach_ssh(guest, tmp_path):
     """Booted from the stick with a NIC and nothing on the command line: the
-    host logs in with the stick's key; the stick's parameters are taken, init=
-    is refused; a server disk's EXTRESCUE partition and an ext4 labelled
+    host logs in with the stick's key at the stick's static address; the
+    stick's parameters are taken, init= is refused; a server disk's EXTRESCUE partition and an ext4 labelled
     EXTRESCUE are named, never read, and the intruder's key does not work."""
-    img, key = owner_stick(tmp_path, "own")
+    img, key = owner_stick(tmp_path, "own", cmdline="rescue.undo=none init=/bin/sh "
+                                                    "ip=10.0.2.15::10.0.2.2:255.255.255.0::eth0:none")
     intruder, intruder_pub = keypair(str(tmp_path), "intruder")
     planted = planted_disk(tmp_path, intruder_pub)
     ext4 = blank(tmp_path / "ext4.img", 32 << 20)
@@ -271,8 +273,10 @@ def test_keys_and_parameters_from_the_stick_reach_ssh(guest, tmp_path):
     banner = g.check("/lib/extrescue/banner")
     # QEMU's boot medium is read-only: the stick is used, and nothing is written to it.
     assert "Stick: /dev/sda2 (EXTRESCUE on the disk this system booted from), write-protected" in banner, banner
-    assert "rescue.ssh_key: 1 key(s) from the stick" in banner and "ip=dhcp: the stick has keys" in banner, banner
-    assert "from the stick's cmdline: rescue.undo" in banner, banner
+    # The stick's own static address, not DHCP for its keys.
+    assert "rescue.ssh_key: 1 key(s) from the stick" in banner and "ip=dhcp" not in banner, banner
+    assert "from the stick's cmdline: ip rescue.undo" in banner, banner
+    assert g.check("cat /run/extrescue/net/ip").startswith("static")
     assert "ignored: /dev/vda1 (EXTRESCUE, not on the disk this system booted from" in banner, banner
     assert "ignored: /dev/vdb (labelled EXTRESCUE, but ext4" in banner, banner
     assert "the stick's cmdline may not set init; left out" in g.serial_log()
@@ -283,7 +287,7 @@ def test_keys_and_parameters_from_the_stick_reach_ssh(guest, tmp_path):
     assert (sha256_file(planted), sha256_file(ext4)) == before
 
 
-def test_a_stick_is_read_only_when_named_after_a_cd_boot(guest, tmp_path):
+def test_after_a_cd_boot_a_stick_is_read_only_when_named(guest, tmp_path):
     """Booted from CD, a stick beside it is not read; named by
     rescue.stick=LABEL=EXTRESCUE (a direct boot with the CD in the drive,
     as the boot menu's edited entry would be) it is; rescue.stick=off reads
@@ -416,9 +420,17 @@ def test_unattended_repair_with_the_stick_alone_keeps_its_way_back(guest, tmp_pa
     assert re.search(rf"\d{{8}} \d{{6}} vda\s+undo\s+extrescue/undo/{re.escape(undo_name)}", listing), listing
     assert re.search(r"report\s+extrescue/reports/" + re.escape(name), listing), listing
     out = g.check(f"rescue-stick undo {undo_name}")
-    assert re.search(rf"^e2undo /run/extrescue/stick/\S+/{re.escape(undo_name)} /dev/vdb$", out, re.M), out
+    assert re.search(rf"^e2undo '/run/extrescue/stick/\S+/{re.escape(undo_name)}' /dev/vdb$", out, re.M), out
+    # A repair by hand keeps its undo file on the stick too, and gives the
+    # stick back (unmounted, clean) when it is done.
+    out = g.check("rescue-fsck repair LABEL=xrother 2>&1", timeout=120)
+    assert "e2undo /run/extrescue/stick/rw/extrescue/undo/vda-" in out, out
+    assert "/dev/sda2" not in g.check("cat /proc/mounts")
+    assert g.check("cat /sys/block/sda/sda2/ro").strip() == "1"
     assert g.poweroff() == 0
     g.assert_no_fatal()
+    assert_fat_clean(img)
+    assert len(stick_files(img, "undo")) == 2
 
     saved = tmp_path / "saved.e2undo"
     saved.write_bytes(undo[undo_name])
@@ -467,3 +479,23 @@ def test_read_only_stick_and_full_stick_change_nothing(guest, tmp_path):
     assert "no room on the stick for an undo file" in log, log[-3000:]
     assert sha256_file(bad) == bad_before, "a repair without room for its undo file wrote to the volume"
     assert_fat_clean(small)
+
+
+def test_a_server_disk_carrying_the_image_is_not_the_stick(guest, tmp_path):
+    """The image's identity is public: a server disk written with the ISO
+    and an EXTRESCUE partition (by an intruder, or by an old dd) is read
+    only when named. Not on USB under BIOS; under UEFI without a boot loader
+    naming its partition (a direct or network boot): not read, said why."""
+    img, _ = owner_stick(tmp_path, "forged")
+    before = sha256_file(img)
+    for firmware, disk, why in (("bios", "virtio-blk", "carries this image but is not on USB"),
+                                ("uefi", "usb-xhci", "the UEFI boot loader named no boot partition")):
+        g = guest(f"stick-forged-{firmware}", ["--direct", "--firmware", firmware, "--disk", f"{img},if={disk},rw"],
+                  boot_timeout=180)
+        g.wait_shell()
+        summary = g.check("cat /run/extrescue/stick/summary")
+        assert "Stick: none read" in summary and why in summary, summary
+        assert g.run("cat /run/extrescue/param/ssh_key")[0] != 0
+        assert g.poweroff("poweroff") == 0
+        g.assert_no_fatal()
+    assert sha256_file(img) == before, "a disk that was not the stick was written"
