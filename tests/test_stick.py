@@ -326,10 +326,14 @@ def test_hostile_stick_contents_are_data(guest, tmp_path):
     binary = tmp_path / "authorized_keys"
     binary.write_bytes(bytes(range(256)) * 16)
     mtools("mcopy", "-o", "-i", f"{img}@@{offset}", str(big), str(binary), "::/extrescue/")
-    g = guest("stick-bad-1", ["--direct", "--append", "console=ttyS0,115200n8 rescue.stick=/dev/vda2",
-                              "--disk", f"{img},if=virtio-blk"])
-    g.wait_shell()
-    errors = g.check("cat /run/extrescue/errors")
+
+    def boot(name):
+        """A boot with the stick named; returns the guest and its errors."""
+        g = guest(name, ["--direct", "--append", "console=ttyS0,115200n8 rescue.stick=/dev/vda2",
+                         "--disk", f"{img},if=virtio-blk"])
+        g.wait_shell()
+        return g, g.check("cat /run/extrescue/errors")
+    g, errors = boot("stick-bad-1")
     assert "the stick's cmdline is larger than 8192 bytes; none of it is taken" in errors, errors
     assert "the stick's authorized_keys is not text" in errors, errors
     assert g.run("cat /run/extrescue/param/ssh_key")[0] != 0
@@ -342,10 +346,7 @@ def test_hostile_stick_contents_are_data(guest, tmp_path):
     shell.write_text('# edited on Windows\r\nrescue.after=$(reboot) "rescue.devices=`reboot`"\r\n'
                      'rescue.undo=none init=/bin/sh rescue.fsck=repair;reboot\r\n')
     mtools("mcopy", "-o", "-i", f"{img}@@{offset}", str(shell), "::/extrescue/cmdline")
-    g = guest("stick-bad-2", ["--direct", "--append", "console=ttyS0,115200n8 rescue.stick=/dev/vda2",
-                              "--disk", f"{img},if=virtio-blk"])
-    g.wait_shell()
-    errors = g.check("cat /run/extrescue/errors")
+    g, errors = boot("stick-bad-2")
     assert "the stick's extrescue/authorized_keys is not a file" in errors, errors
     assert "rescue.after=$(reboot) is not one of the accepted values" in errors, errors
     assert "the stick's cmdline may not set init" in errors, errors
