@@ -471,15 +471,37 @@ def test_read_only_stick_and_full_stick_change_nothing(guest, tmp_path):
                .replace(" ", ""))
     filler = tmp_path / "filler"
     with open(filler, "wb") as f:
-        f.truncate(free - (1 << 20))        # 1 MiB left; the undo file wants a tenth of 32 MiB
+        f.truncate(free - 512)              # one cluster left: no undo file, no report fits
     mtools("mcopy", "-i", f"{small}@@{offset}", str(filler), "::/filler")
     g = guest("stick-full", ["--own-disk", "--disk", f"{small},if=usb-xhci,rw", "--disk", f"{bad},if=virtio-blk,rw"],
               boot_timeout=240)
     g.expect([r"reboot: Power down"], 300, "the power-off after the refused repair")
     log = g.serial_log()
     assert "no room on the stick for an undo file" in log, log[-3000:]
+    # The record stops with one line, said once although the save ran twice.
+    assert log.count("the stick is full (or failing)") == 1, log[-3000:]
     assert sha256_file(bad) == bad_before, "a repair without room for its undo file wrote to the volume"
     assert_fat_clean(small)
+    assert stick_files(small, "reports") == {} and stick_files(small, "undo") == {}
+
+
+def test_a_stick_whose_fat_needs_repair_is_only_read(guest, tmp_path):
+    """The FAT's dirty bit set (a stick pulled while it was written): its keys
+    and parameters are still read, nothing is written to it, one line says
+    why; an undo file then needs another place."""
+    img, _ = owner_stick(tmp_path, "dirty", cmdline="rescue.fsck=repair rescue.after=poweroff")
+    with open(img, "r+b") as f:
+        f.seek(data_offset(img) + 0x41)
+        state = f.read(1)[0]
+        f.seek(data_offset(img) + 0x41)
+        f.write(bytes([state | 1]))
+    before = sha256_file(img)
+    g = guest("stick-dirty", ["--own-disk", "--disk", f"{img},if=usb-xhci,rw"], boot_timeout=240)
+    g.expect([r"reboot: Power down"], 300, "the power-off")
+    log = g.serial_log()
+    assert "the stick's FAT (/dev/sda2) needs a repair (fsck.fat -n: Dirty bit is set" in log, log[-3000:]
+    assert "would lose the undo files (in RAM); nothing repaired" in log, log[-3000:]
+    assert sha256_file(img) == before, "a stick whose FAT needs a repair was written"
 
 
 def test_a_server_disk_carrying_the_image_is_not_the_stick(guest, tmp_path):
