@@ -174,7 +174,7 @@ $(OUT)/SHA256SUMS: $(ISO) $(NETBOOT_TAR) $(OUT)/write-stick
 # The stick writer beside the ISO, for whoever has only the release; the
 # image carries the same script as rescue-stick.
 $(OUT)/write-stick: initramfs/rootfs/sbin/rescue-stick
-	@install -m 0755 $< $@
+	@install -D -m 0755 $< $@
 
 .PHONY: source
 source: | $(STAMPS)/host-deps ## download and verify every pinned input
