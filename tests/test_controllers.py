@@ -58,15 +58,20 @@ def golden(tmp_path_factory):
     return img
 
 
-# Waits (bounded, polling) for the volume labelled $L; prints its device.
-FIND = ("i=0; while [ $i -lt 150 ]; do d=$(blkid -L $L) && break; usleep 100000; i=$((i+1)); done; "
-        "[ -n \"$d\" ] && echo DEV=$d")
+# Waits for the volume labelled $L, polling for 15 s of the guest's clock
+# (counted polls stretched under load, each blkid taking longer than its
+# sleep); prints its device.
+FIND = ("end=$(($(cut -d. -f1 /proc/uptime) + 15)); until d=$(blkid -L $L); do "
+        "[ $(cut -d. -f1 /proc/uptime) -lt $end ] || break; usleep 100000; done; [ -n \"$d\" ] && echo DEV=$d")
 
 
 def find(g, name, label):
-    status, out = g.run(f"L={label}; {FIND}", timeout=40)
+    # Beyond the 15 s, a blkid may wait on one read as long as the driver's
+    # own timeout (NVMe's is 30 s) before the loop sees the clock.
+    status, out = g.run(f"L={label}; {FIND}", timeout=60)
     assert status == 0 and "DEV=" in out, f"controller {name}: the disk {label} did not appear within 15 s " \
-        f"(driver missing?); block devices: {g.run('ls /sys/class/block')[1]}"
+        f"(driver missing?); block devices: {g.run('ls /sys/class/block')[1]}; " \
+        f"the kernel's last lines: {g.run('dmesg | tail -20')[1]}"
     return out.split("DEV=")[1].split()[0]
 
 
