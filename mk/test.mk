@@ -1,6 +1,6 @@
 # Tests, benchmarks and the interactive runner.
 
-PYTEST := /usr/bin/python3 -m pytest
+PYTEST = $(NO_JOBSERVER) /usr/bin/python3 -m pytest
 # One knob for slow machines: every test timeout is multiplied by it.
 EXTRESCUE_TIMEOUT_SCALE ?= 1
 export EXTRESCUE_TIMEOUT_SCALE
@@ -88,8 +88,8 @@ bench-netboot: all ## sizes of out/netboot/; seconds to a shell on each network 
 
 # Two clean builds from the same commit must give the same ISO, byte for byte.
 repro-check: | $(STAMPS)/host-deps ## build twice from clean, the second as another user in another folder, umask, locale and time zone, ccache off; compare (diffoscope on a difference)
-	$(Q)tests/repro-check
+	$(Q)$(NO_JOBSERVER) tests/repro-check
 
 SUITE ?= trixie
 check-fresh: | $(STAMPS)/host-deps ## build and test the current commit in a fresh Debian root: SUITE=bookworm|trixie
-	$(Q)scripts/fresh-chroot $(SUITE)
+	$(Q)$(NO_JOBSERVER) scripts/fresh-chroot $(SUITE)
