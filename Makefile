@@ -36,22 +36,30 @@ JOBS ?= $(shell nproc)
 # another compiles. Built one at a time, a clean build took 14m45 here with
 # the cores busy 77% of it. A -j on the command line (-j1 among them) wins:
 # make 4.3 does not show it in MAKEFLAGS while reading the Makefiles, and
-# takes the command line's over this one.
-ifeq ($(filter -j%,$(MAKEFLAGS)),)
+# takes the command line's over this one. Only the top-level make adds it
+# (a sub-make that read the Makefiles again would start a jobserver of its
+# own beside its parent's), and only for at most one goal: make -j builds
+# the goals of one command line at once, `make clean all` among them.
+ifeq ($(MAKELEVEL)$(filter -j%,$(MAKEFLAGS))$(word 2,$(MAKECMDGOALS)),0)
 MAKEFLAGS += -j$(JOBS)
+DEFAULT_JOBS := 1
 endif
 # A make that a script or test starts (not $(MAKE) on a line marked +)
 # cannot reach the jobserver's pipe: it would warn and run one job at a
-# time. Without it, it reads the Makefile and takes -j$(JOBS) itself.
-NO_JOBSERVER = MAKEFLAGS='$(filter-out -j% --jobserver%,$(MAKEFLAGS))'
+# time. Without it, and as a top-level make, it takes the default above.
+NO_JOBSERVER = MAKEFLAGS='$(subst ','\'',$(filter-out -j% --jobserver%,$(MAKEFLAGS)))' MAKELEVEL=0
 # make -jN is honoured: MAKEFLAGS carries -j (and the jobserver) when a
 # recipe runs, so these are expanded there. A package's sub-make takes its
 # jobs from make's jobserver (its recipe lines are marked + in mk/pkg.mk, so
 # make passes the jobserver on).
-# ninja knows no jobserver: one job of make's is one of ninja's. Neither is
-# part of a recipe stamp (RECIPE_TEXT is set while one is written).
+# ninja knows no jobserver: under a -j of the command line one job of make's
+# is one of ninja's; under the default it takes every core, as a component's
+# sub-make would. Neither is part of a recipe stamp (RECIPE_TEXT is set
+# while one is written).
 SUBMAKE_J = $(if $(RECIPE_TEXT)$(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
-NINJA_J = $(if $(RECIPE_TEXT),,-j$(if $(filter -j%,$(MAKEFLAGS)),1,$(JOBS)))
+# (make 4.3 cannot tell the default from a -j$(JOBS) of the command line,
+# nor which of the two a recipe runs under but by the -j it carries).
+NINJA_J = $(if $(RECIPE_TEXT),,-j$(if $(filter -j%,$(MAKEFLAGS)),$(if $(and $(DEFAULT_JOBS),$(filter -j$(JOBS),$(MAKEFLAGS))),$(JOBS),1),$(JOBS)))
 export DL_DIR
 
 # The builder's locale and time zone reach no output (sort orders, dates).
