@@ -8,13 +8,13 @@ import os
 import pytest
 
 from disks import loop_device, make_fs, tree
-from harness import SMP, TOP, host
+from harness import SMP, TOP, host, scaled
 
 SMOKE = os.path.join(TOP, "qemu", "smoke")
 BAD_SECTOR = 8200                 # inside the fifth MiB: the error is pinned to its 4 KiB
 # A run takes 15 to 30 s; smoke gives up on its guest well before the harness
 # gives up on smoke, so a hang ends in smoke's message and the console's tail.
-GUEST_TIMEOUT = 240
+GUEST_TIMEOUT = round(scaled(240))
 # One vCPU, as every test guest (harness.SMP). With two, this was the one
 # guest of the suite that could hang with no word in the kernel's early set-up
 # (switching clock source) under TCG on a loaded host: once in CI, once in
@@ -37,7 +37,7 @@ def loop_disk(tmp_path):
 def test_smoke_passes_a_healthy_disk_and_names_a_bad_sector(loop_disk, tmp_path, ctrl):
     out = tmp_path / "smoke.json"
     r = host([SMOKE, *SMOKE_ARGS, "--json", str(out),
-              "--disk", f"{loop_disk},if={ctrl}"], timeout=GUEST_TIMEOUT + 60)
+              "--disk", f"{loop_disk},if={ctrl}"], timeout=GUEST_TIMEOUT + scaled(60))
     assert r.returncode == 0, r.stdout + r.stderr
     result = json.loads(out.read_text())
     assert result["passed"] is True and len(result["disks"]) == 1, result
@@ -58,7 +58,7 @@ def test_smoke_passes_a_healthy_disk_and_names_a_bad_sector(loop_disk, tmp_path,
     rules.write_text(f'[inject-error]\nevent = "read_aio"\nerrno = "5"\nsector = "{BAD_SECTOR}"\n'
                      'iotype = "read"\n')
     r = host([SMOKE, *SMOKE_ARGS, "--json", str(out),
-              "--disk", f"{loop_disk},if={ctrl},blkdebug={rules}"], timeout=GUEST_TIMEOUT + 60)
+              "--disk", f"{loop_disk},if={ctrl},blkdebug={rules}"], timeout=GUEST_TIMEOUT + scaled(60))
     assert r.returncode == 1, r.stdout + r.stderr
     checks = json.loads(out.read_text())["disks"][0]["checks"]
     first = BAD_SECTOR - BAD_SECTOR % 8
