@@ -123,6 +123,10 @@ EXTRESCUE_CCACHE ?= 1
 CCACHE := $(if $(filter 1,$(EXTRESCUE_CCACHE)),ccache)
 export CCACHE_DIR ?= $(EXTRESCUE_CACHE)/ccache
 export CCACHE_BASEDIR := $(TOP)
+# Whole build outputs kept by what made them (scripts/build-cache), on and off
+# with the compiler cache; make repro-check builds with both off.
+EXTRESCUE_BUILD_CACHE ?= $(EXTRESCUE_CCACHE)
+BUILD_CACHE := $(filter 1,$(EXTRESCUE_BUILD_CACHE))
 # Build paths never reach a binary: a build in another folder gives the same bytes.
 PREFIX_MAP := -ffile-prefix-map=$(BUILD)=/build
 

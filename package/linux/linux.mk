@@ -36,9 +36,21 @@ LINUX_RECIPE_EXTRA = $(LINUX_MERGE_CONFIG_CMDS)
 $(LINUX_OBJ)/.config: $(STAMPS)/linux-patched $(LINUX_DEPENDENCIES) $(STAMPS)/linux-recipe
 	$(LINUX_MERGE_CONFIG_CMDS)
 
-define LINUX_BUILD_CMDS
-	+$(Q)start=$$(date +%s); scripts/logged linux build $(LINUX_OBJ)/build.log $(LINUX_MAKE) $(SUBMAKE_J) $(notdir $(KERNEL_IMAGE)) && \
+# What the rest of the build takes from the kernel's build folder, and what
+# made it: with those in the build cache (scripts/build-cache), a fresh
+# clone of a commit built before unpacks them instead of spending five
+# minutes in Kbuild. The recipe stamp holds the flags and SOURCE_DATE_EPOCH,
+# the .config what the fragments became. Only a folder with no build of its
+# own asks the cache; one with objects builds on them (and stores the result).
+LINUX_OUTPUTS := $(KERNEL_IMAGE) include/config/kernel.release modules.builtin build-seconds
+LINUX_CACHE_INPUTS = $(LINUX_OBJ)/.config $(call pin_stamp,linux) $(STAMPS)/linux-recipe $(LINUX_PATCHES) \
+	scripts/extract scripts/apply-patches
+LINUX_KBUILD = start=$$(date +%s); scripts/logged linux build $(LINUX_OBJ)/build.log $(LINUX_MAKE) $(SUBMAKE_J) $(notdir $(KERNEL_IMAGE)) && \
 	 echo "$$(( $$(date +%s) - start ))" > $(LINUX_OBJ)/build-seconds
+define LINUX_BUILD_CMDS
+	+$(Q)$(if $(BUILD_CACHE),key=$$(scripts/build-cache key $(LINUX_CACHE_INPUTS) | sha256sum | cut -c1-32) && \
+	 { { [ ! -e $(LINUX_OBJ)/vmlinux ] && scripts/build-cache get $(EXTRESCUE_ARCH)/linux $$key $(LINUX_OBJ); } || \
+	   { $(LINUX_KBUILD) && { scripts/build-cache put $(EXTRESCUE_ARCH)/linux $$key $(LINUX_OBJ) $(LINUX_OUTPUTS) || :; }; }; },$(LINUX_KBUILD))
 endef
 # No loadable modules: everything is built in. modules.builtin tells
 # modprobe so, and tools that modprobe a target first (lvm for dm-cache's
