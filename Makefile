@@ -147,6 +147,7 @@ write_if_changed = $(eval STAMPS_PENDING += $(1))$(file >$(STAMPS_PENDING_DIR)/$
 # timestamped output is redone with the new values.
 EPOCH_STAMP := $(STAMPS)/epoch
 $(call write_if_changed,$(EPOCH_STAMP),$(SOURCE_DATE_EPOCH) $(VERSION))
+BUILD_KEY_$(EPOCH_STAMP) := $(SOURCE_DATE_EPOCH) $(VERSION)
 
 # One file per pin, rewritten only when that pin's line changes, so moving
 # one input to a new version rebuilds only what depends on it.

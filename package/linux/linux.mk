@@ -79,7 +79,10 @@ define LINUX_HEADERS_CMDS
 endef
 LINUX_UAPI_STAMP := $(STAMPS)/linux-uapi-patches
 LINUX_UAPI_PATCHES := $(shell grep -l '^+++ .*include/uapi/' $(LINUX_PATCH_DIR)/*.patch 2>/dev/null)
-$(call write_if_changed,$(LINUX_UAPI_STAMP),$(shell sha256sum $(LINUX_UAPI_PATCHES) /dev/null) $(value LINUX_HEADERS_CMDS))
+LINUX_UAPI_TEXT := $(shell sha256sum $(LINUX_UAPI_PATCHES) /dev/null) $(value LINUX_HEADERS_CMDS)
+$(call write_if_changed,$(LINUX_UAPI_STAMP),$(LINUX_UAPI_TEXT))
+# The headers' share of a build cache key (mk/pkg.mk): what their stamp looks at.
+BUILD_KEY_$(STAMPS)/linux-headers := $(call pin,linux,7) $(LINUX_UAPI_TEXT)
 $(STAMPS)/linux-headers: $(call pin_stamp,linux) $(LINUX_UAPI_STAMP) | $(STAMPS)/linux-patched
 	$(LINUX_HEADERS_CMDS)
 	$(Q)touch $@
