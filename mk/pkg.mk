@@ -132,10 +132,10 @@ endef
 # component takes part when it names its output (P_CACHE_OUTPUTS, paths
 # under BUILD: its image tree, the record of the patches applied, what others
 # take from its build folder); none whose output holds the build's absolute
-# path (the sysroot's pkg-config files) does. Before the host packages are
-# in, nothing has a key.
+# path (the sysroot's pkg-config files) does. While a host package is
+# missing, nothing has a key.
 BUILD_CACHE_DIR := $(EXTRESCUE_CACHE)/built/$(EXTRESCUE_ARCH)
-BUILD_CACHE_HOST := $(if $(BUILD_CACHE),$(if $(wildcard $(STAMPS)/host-deps),$(shell scripts/build-cache host)))
+BUILD_CACHE_HOST := $(if $(BUILD_CACHE),$(shell scripts/build-cache host))
 # $(call cache_dep,DEP): DEP's share of a key: a stamp's own text
 # (BUILD_KEY_<stamp>), another component's key, "file" for a file of the
 # tree (hashed by its contents), or ! when it cannot be told.
