@@ -75,7 +75,9 @@ $$(STAMPS)/$(1)-source: $$(call pin_stamp,$(1)) | $$(STAMPS)/host-deps $$(BUILD)
 	$(Q)$$(if $$(filter src,$$(call pin_kind,$(1))),scripts/fetch $(1) patches >/dev/null)
 	$(Q)touch $$@
 
+# A tree unpacked again has lost what the build cache put into it: installed again next time.
 $$(STAMPS)/$(1)-extracted: $$(STAMPS)/$(1)-source
+	$(Q)rm -f $$(STAMPS)/$(1)-installed
 	$(Q)scripts/extract $(1) $$($(2)_SRC) $$(filter-out $$($(2)_SRC),$$($(2)_OBJ))
 	$(Q)touch $$@
 

@@ -48,7 +48,7 @@ LINUX_CACHE_INPUTS = $(LINUX_OBJ)/.config $(call pin_stamp,linux) $(STAMPS)/linu
 LINUX_KBUILD = start=$$(date +%s); scripts/logged linux build $(LINUX_OBJ)/build.log $(LINUX_MAKE) $(SUBMAKE_J) $(notdir $(KERNEL_IMAGE)) && \
 	 echo "$$(( $$(date +%s) - start ))" > $(LINUX_OBJ)/build-seconds
 define LINUX_BUILD_CMDS
-	+$(Q)$(if $(BUILD_CACHE),key=$$(scripts/build-cache key $(LINUX_CACHE_INPUTS) | sha256sum | cut -c1-32) && \
+	+$(Q)$(if $(BUILD_CACHE),key=$$(scripts/build-cache key $(LINUX_CACHE_INPUTS)) && \
 	 { { [ ! -e $(LINUX_OBJ)/vmlinux ] && scripts/build-cache get $(EXTRESCUE_ARCH)/linux $$key $(LINUX_OBJ); } || \
 	   { $(LINUX_KBUILD) && { scripts/build-cache put $(EXTRESCUE_ARCH)/linux $$key $(LINUX_OBJ) $(LINUX_OUTPUTS) || :; }; }; },$(LINUX_KBUILD))
 endef
