@@ -123,10 +123,11 @@ EXTRESCUE_CCACHE ?= 1
 CCACHE := $(if $(filter 1,$(EXTRESCUE_CCACHE)),ccache)
 export CCACHE_DIR ?= $(EXTRESCUE_CACHE)/ccache
 export CCACHE_BASEDIR := $(TOP)
-# Whole build outputs kept by what made them (scripts/build-cache), on and off
-# with the compiler cache; make repro-check builds with both off.
+# The kernel's build output kept by what made it (scripts/build-cache), on and
+# off with the compiler cache; make repro-check builds without it. Read by the
+# script, so the kernel's recipe is the same text either way.
 EXTRESCUE_BUILD_CACHE ?= $(EXTRESCUE_CCACHE)
-BUILD_CACHE := $(filter 1,$(EXTRESCUE_BUILD_CACHE))
+export EXTRESCUE_BUILD_CACHE
 # Build paths never reach a binary: a build in another folder gives the same bytes.
 PREFIX_MAP := -ffile-prefix-map=$(BUILD)=/build
 
@@ -147,7 +148,6 @@ write_if_changed = $(eval STAMPS_PENDING += $(1))$(file >$(STAMPS_PENDING_DIR)/$
 # timestamped output is redone with the new values.
 EPOCH_STAMP := $(STAMPS)/epoch
 $(call write_if_changed,$(EPOCH_STAMP),$(SOURCE_DATE_EPOCH) $(VERSION))
-BUILD_KEY_$(EPOCH_STAMP) := $(SOURCE_DATE_EPOCH) $(VERSION)
 
 # One file per pin, rewritten only when that pin's line changes, so moving
 # one input to a new version rebuilds only what depends on it.

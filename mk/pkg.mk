@@ -75,9 +75,7 @@ $$(STAMPS)/$(1)-source: $$(call pin_stamp,$(1)) | $$(STAMPS)/host-deps $$(BUILD)
 	$(Q)$$(if $$(filter src,$$(call pin_kind,$(1))),scripts/fetch $(1) patches >/dev/null)
 	$(Q)touch $$@
 
-# A tree unpacked again has lost what the build cache put into it: installed again next time.
 $$(STAMPS)/$(1)-extracted: $$(STAMPS)/$(1)-source
-	$(Q)rm -f $$(STAMPS)/$(1)-installed
 	$(Q)scripts/extract $(1) $$($(2)_SRC) $$(filter-out $$($(2)_SRC),$$($(2)_OBJ))
 	$(Q)touch $$@
 
@@ -97,18 +95,12 @@ $$(STAMPS)/$(1)-built: $$(STAMPS)/$(1)-configured
 	+$$($(2)_BUILD_CMDS)
 	$(Q)touch $$@
 
-$(2)_CACHE_KEY := $$(call pkg_cache_key,$(1),$(2))
-$(2)_CACHE_HIT := $$(if $$($(2)_CACHE_KEY),$$(wildcard $$(BUILD_CACHE_DIR)/$(1)/$$($(2)_CACHE_KEY).tar))
-$$(if $$($(2)_CACHE_KEY),$$(call write_if_changed,$$(STAMPS)/$(1)-cachekey,$$($(2)_CACHE_KEY)))
-$$(STAMPS)/$(1)-installed: $$(if $$($(2)_CACHE_HIT),$$(STAMPS)/$(1)-cachekey,$$(STAMPS)/$(1)-built)
+$$(STAMPS)/$(1)-installed: $$(STAMPS)/$(1)-built
 	$(Q)rm -rf $$($(2)_ROOT) && mkdir -p $$($(2)_ROOT)
-	+$$(if $$($(2)_CACHE_HIT),$(Q)rm -rf $$(addprefix $$(BUILD)/,$$($(2)_CACHE_OUTPUTS)) && \
-	 scripts/build-cache get $$(EXTRESCUE_ARCH)/$(1) $$($(2)_CACHE_KEY) $$(BUILD),$$($(2)_INSTALL_CMDS))
-	$(Q)$$(if $$($(2)_CACHE_HIT),:,scripts/install-licenses $(1) $$($(2)_SRC) $$($(2)_ROOT) $$($(2)_LICENSE_FILES))
+	+$$($(2)_INSTALL_CMDS)
+	$(Q)scripts/install-licenses $(1) $$($(2)_SRC) $$($(2)_ROOT) $$($(2)_LICENSE_FILES)
 	$(Q)scripts/check-static $(1) $$$$(find $$($(2)_ROOT) -type f -path '*bin/*')
 	$(Q)scripts/check-bin-arch $(1) "$$(ELF_MACHINE)" $$$$(find $$($(2)_ROOT) -type f)
-	$(Q)$$(if $$($(2)_CACHE_KEY),$$(if $$($(2)_CACHE_HIT),,scripts/build-cache put $$(EXTRESCUE_ARCH)/$(1) $$($(2)_CACHE_KEY) \
-	 $$(BUILD) $$($(2)_CACHE_OUTPUTS) || :))
 	$(Q)touch $$@
 
 .PHONY: $(1) $(1)-source $(1)-rebuild $(1)-reconfigure $(1)-dirclean
@@ -116,41 +108,13 @@ $(1): $$(STAMPS)/$(1)-installed
 $(1)-source: $$(STAMPS)/$(1)-source
 $(1)-rebuild:
 	$(Q)rm -f $$(STAMPS)/$(1)-built $$(STAMPS)/$(1)-installed
-	$(Q)$$(MAKE) --no-print-directory EXTRESCUE_BUILD_CACHE=0 $$(STAMPS)/$(1)-installed
+	$(Q)$$(MAKE) --no-print-directory $$(STAMPS)/$(1)-installed
 $(1)-reconfigure:
 	$(Q)rm -f $$(STAMPS)/$(1)-configured $$(STAMPS)/$(1)-built $$(STAMPS)/$(1)-installed
-	$(Q)$$(MAKE) --no-print-directory EXTRESCUE_BUILD_CACHE=0 $$(STAMPS)/$(1)-installed
+	$(Q)$$(MAKE) --no-print-directory $$(STAMPS)/$(1)-installed
 $(1)-dirclean:
 	rm -rf $$($(2)_SRC) $$($(2)_OBJ) $$($(2)_ROOT) $$(addprefix $$(STAMPS)/$(1)-,source extracted patched configured built installed)
 endef
-
-# The build cache (scripts/build-cache): a component whose output is kept
-# under its key is unpacked from there instead of fetched, extracted,
-# patched, configured and built, as Yocto's shared state. The key is read
-# with the Makefiles from what the steps' stamps look at: the recipe text,
-# the pin line, our patches, the contents of the files it depends on, the
-# keys of the components it depends on, and the host's tools. So whatever
-# would build the component again is another key, never a stale entry. A
-# component takes part when it names its output (P_CACHE_OUTPUTS, paths
-# under BUILD: its image tree, the record of the patches applied, what others
-# take from its build folder); none whose output holds the build's absolute
-# path (the sysroot's pkg-config files) does. While a host package is
-# missing, nothing has a key.
-BUILD_CACHE_DIR := $(EXTRESCUE_CACHE)/built/$(EXTRESCUE_ARCH)
-BUILD_CACHE_HOST := $(if $(BUILD_CACHE),$(shell scripts/build-cache host))
-# $(call cache_dep,DEP): DEP's share of a key: a stamp's own text
-# (BUILD_KEY_<stamp>), another component's key, "file" for a file of the
-# tree (hashed by its contents), or ! when it cannot be told.
-cache_dep = $(or $(BUILD_KEY_$(1)),$(if $(filter $(STAMPS)/%-installed,$(1)),$(or \
-	$($(PKG_VAR_$(patsubst $(STAMPS)/%-installed,%,$(1)))_CACHE_KEY),!),$(if $(filter-out /%,$(1)),$(if $(wildcard $(1)),file,!),!)))
-cache_deps = $(foreach d,$($(1)_DEPENDENCIES),$(call cache_dep,$(d)))
-pkg_cache_key = $(if $(and $(BUILD_CACHE_HOST),$($(2)_CACHE_OUTPUTS)),$(if $(filter !,$(call cache_deps,$(2))),,$(file \
-	>$(STAMPS_PENDING_DIR)/key-$(1),$(BUILD_CACHE_HOST) $(call recipe_text,$(2)) $(call cache_deps,$(2)))$(shell \
-	cat $(STAMPS_PENDING_DIR)/key-$(1) $(call pin_stamp,$(1)) $($(2)_PATCHES) scripts/extract scripts/apply-patches \
-	scripts/install-licenses $(foreach d,$($(2)_DEPENDENCIES),$(if $(filter file,$(call cache_dep,$(d))),$(d))) | \
-	sha256sum | cut -c1-32)))
-# The usual output: the image tree and the record of the patches applied (the manifest's).
-pkg_cache_outputs = $(patsubst $(BUILD)/%,%,$($(1)_ROOT) $($(1)_SRC)/.extrescue-applied)
 
 # One line per component for make help (the generated targets carry no ## text).
 .PHONY: help-packages

@@ -24,8 +24,6 @@ endef
 define BUSYBOX_INSTALL_CMDS
 	$(Q)scripts/check-static busybox $(BUSYBOX_BIN)
 endef
-# The initramfs takes the program and its list of names from the build folder.
-BUSYBOX_CACHE_OUTPUTS = $(call pkg_cache_outputs,BUSYBOX) $(patsubst $(BUILD)/%,%,$(BUSYBOX_BIN) $(BUSYBOX_LINKS))
 $(eval $(call package,busybox,BUSYBOX))
 
 .PHONY: busybox-menuconfig

@@ -15,5 +15,4 @@ define DOSFSTOOLS_INSTALL_CMDS
 	$(Q)for a in fsck.vfat fsck.msdos dosfsck; do ln -s fsck.fat $(DOSFSTOOLS_ROOT)/sbin/$$a; done
 	$(Q)for a in mkfs.vfat mkfs.msdos mkdosfs; do ln -s mkfs.fat $(DOSFSTOOLS_ROOT)/sbin/$$a; done
 endef
-DOSFSTOOLS_CACHE_OUTPUTS = $(call pkg_cache_outputs,DOSFSTOOLS)
 $(eval $(call package,dosfstools,DOSFSTOOLS))

@@ -26,5 +26,4 @@ define DROPBEAR_INSTALL_CMDS
 	$(Q)for p in dbclient dropbearkey scp; do ln -s dropbearmulti $(DROPBEAR_ROOT)/usr/bin/$$p; done
 	$(Q)ln -s dbclient $(DROPBEAR_ROOT)/usr/bin/ssh
 endef
-DROPBEAR_CACHE_OUTPUTS = $(call pkg_cache_outputs,DROPBEAR)
 $(eval $(call package,dropbear,DROPBEAR))

@@ -13,5 +13,4 @@ define GDDRESCUE_CONFIGURE_CMDS
 endef
 GDDRESCUE_BUILD_CMDS = $(call make_build,gddrescue,GDDRESCUE,ddrescue)
 GDDRESCUE_INSTALL_CMDS = $(call install_stripped,GDDRESCUE,usr/bin,ddrescue)
-GDDRESCUE_CACHE_OUTPUTS = $(call pkg_cache_outputs,GDDRESCUE)
 $(eval $(call package,gddrescue,GDDRESCUE))

@@ -13,5 +13,4 @@ define GDISK_BUILD_CMDS
 	  LDFLAGS="$(TARGET_LDFLAGS)" gdisk sgdisk fixparts
 endef
 GDISK_INSTALL_CMDS = $(call install_stripped,GDISK,usr/sbin,gdisk sgdisk fixparts)
-GDISK_CACHE_OUTPUTS = $(call pkg_cache_outputs,GDISK)
 $(eval $(call package,gdisk,GDISK))

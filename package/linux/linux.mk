@@ -41,16 +41,18 @@ $(LINUX_OBJ)/.config: $(STAMPS)/linux-patched $(LINUX_DEPENDENCIES) $(STAMPS)/li
 # clone of a commit built before unpacks them instead of spending five
 # minutes in Kbuild. The recipe stamp holds the flags and SOURCE_DATE_EPOCH,
 # the .config what the fragments became. Only a folder with no build of its
-# own asks the cache; one with objects builds on them (and stores the result).
+# own asks the cache; one with objects builds on them (Kbuild redoes what a
+# changed flag or option touches) and keeps the result. Without a key (a
+# host package missing) it builds and keeps nothing.
 LINUX_OUTPUTS := $(KERNEL_IMAGE) include/config/kernel.release modules.builtin build-seconds
 LINUX_CACHE_INPUTS = $(LINUX_OBJ)/.config $(call pin_stamp,linux) $(STAMPS)/linux-recipe $(LINUX_PATCHES) \
-	scripts/extract scripts/apply-patches
-LINUX_KBUILD = start=$$(date +%s); scripts/logged linux build $(LINUX_OBJ)/build.log $(LINUX_MAKE) $(SUBMAKE_J) $(notdir $(KERNEL_IMAGE)) && \
-	 echo "$$(( $$(date +%s) - start ))" > $(LINUX_OBJ)/build-seconds
+	$(STAMPS)/host-toolchain scripts/extract scripts/apply-patches
 define LINUX_BUILD_CMDS
-	+$(Q)$(if $(BUILD_CACHE),key=$$(scripts/build-cache key $(LINUX_CACHE_INPUTS)) && \
-	 { { [ ! -e $(LINUX_OBJ)/vmlinux ] && scripts/build-cache get $(EXTRESCUE_ARCH)/linux $$key $(LINUX_OBJ); } || \
-	   { $(LINUX_KBUILD) && { scripts/build-cache put $(EXTRESCUE_ARCH)/linux $$key $(LINUX_OBJ) $(LINUX_OUTPUTS) || :; }; }; },$(LINUX_KBUILD))
+	+$(Q)key=$$(scripts/build-cache key $(LINUX_CACHE_INPUTS)) || key=; \
+	 if [ -n "$$key" ] && [ ! -e $(LINUX_OBJ)/vmlinux ] && scripts/build-cache get $(EXTRESCUE_ARCH)/linux $$key $(LINUX_OBJ); then :; else \
+	 start=$$(date +%s); scripts/logged linux build $(LINUX_OBJ)/build.log $(LINUX_MAKE) $(SUBMAKE_J) $(notdir $(KERNEL_IMAGE)) && \
+	 echo "$$(( $$(date +%s) - start ))" > $(LINUX_OBJ)/build-seconds && \
+	 { [ -z "$$key" ] || scripts/build-cache put $(EXTRESCUE_ARCH)/linux $$key $(LINUX_OBJ) $(LINUX_OUTPUTS); }; fi
 endef
 # No loadable modules: everything is built in. modules.builtin tells
 # modprobe so, and tools that modprobe a target first (lvm for dm-cache's
@@ -79,10 +81,7 @@ define LINUX_HEADERS_CMDS
 endef
 LINUX_UAPI_STAMP := $(STAMPS)/linux-uapi-patches
 LINUX_UAPI_PATCHES := $(shell grep -l '^+++ .*include/uapi/' $(LINUX_PATCH_DIR)/*.patch 2>/dev/null)
-LINUX_UAPI_TEXT := $(shell sha256sum $(LINUX_UAPI_PATCHES) /dev/null) $(value LINUX_HEADERS_CMDS)
-$(call write_if_changed,$(LINUX_UAPI_STAMP),$(LINUX_UAPI_TEXT))
-# The headers' share of a build cache key (mk/pkg.mk): what their stamp looks at.
-BUILD_KEY_$(STAMPS)/linux-headers := $(call pin,linux,7) $(LINUX_UAPI_TEXT)
+$(call write_if_changed,$(LINUX_UAPI_STAMP),$(shell sha256sum $(LINUX_UAPI_PATCHES) /dev/null) $(value LINUX_HEADERS_CMDS))
 $(STAMPS)/linux-headers: $(call pin_stamp,linux) $(LINUX_UAPI_STAMP) | $(STAMPS)/linux-patched
 	$(LINUX_HEADERS_CMDS)
 	$(Q)touch $@

@@ -17,8 +17,6 @@ define MIMALLOC_BUILD_CMDS
 	  -I$(MIMALLOC_SRC)/include -c $(MIMALLOC_SRC)/src/static.c -o $(MIMALLOC_OBJ)/mimalloc.o
 	$(Q)rm -f $(MIMALLOC_A) && $(TARGET_AR) rcsD $(MIMALLOC_A) $(MIMALLOC_OBJ)/mimalloc.o
 endef
-# e2fsprogs and src/ link the archive from the build folder.
-MIMALLOC_CACHE_OUTPUTS = $(call pkg_cache_outputs,MIMALLOC) $(patsubst $(BUILD)/%,%,$(MIMALLOC_A))
 $(eval $(call package,mimalloc,MIMALLOC))
 
 # The alignment check of tests/test_allocator.py, linked as e2fsprogs is.

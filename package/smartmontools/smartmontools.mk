@@ -15,8 +15,7 @@ define SMARTMONTOOLS_CONFIGURE_CMDS
 	  LDFLAGS="$(TARGET_LDFLAGS)" --without-libcap-ng --without-libsystemd --without-selinux \
 	  --without-update-smart-drivedb --without-smartdplugindir --without-initscriptdir --without-systemdsystemunitdir
 endef
-SMARTMONTOOLS_DEPENDENCIES := $(EPOCH_STAMP)
-SMARTMONTOOLS_CACHE_OUTPUTS = $(call pkg_cache_outputs,SMARTMONTOOLS)
 SMARTMONTOOLS_BUILD_CMDS = $(call make_build,smartmontools,SMARTMONTOOLS,smartctl)
 SMARTMONTOOLS_INSTALL_CMDS = $(call install_stripped,SMARTMONTOOLS,usr/sbin,smartctl)
 $(eval $(call package,smartmontools,SMARTMONTOOLS))
+$(STAMPS)/smartmontools-configured: $(EPOCH_STAMP)
