@@ -159,11 +159,14 @@ def test_every_sub_make_in_a_command_block_gets_the_jobserver():
     unmarked = []
     for mk in glob.glob(os.path.join(TOP, "package/*/*.mk")) + glob.glob(os.path.join(TOP, "mk/*.mk")):
         block = None
+        first = None  # a recipe line continued with \\ is one line: the line it began on
         for n, line in enumerate(open(mk), 1):
+            head = first or line
+            first = head if line.rstrip("\n").endswith("\\") else None
             if line.startswith("define ") and line.rstrip().endswith("_CMDS"):
                 block = line.split()[1]
             elif line.startswith("endef"):
                 block = None
-            elif block and ("$(MAKE)" in line or "_MAKE)" in line) and not line.startswith("\t+"):
+            elif block and ("$(MAKE)" in line or "_MAKE)" in line) and not head.startswith("\t+"):
                 unmarked.append(f"{os.path.relpath(mk, TOP)}:{n} ({block})")
     assert not unmarked, unmarked
