@@ -116,16 +116,17 @@ pin = $(shell awk '$$1 == "$(1)" {print $$$(2)}' $(LOCK))
 # (CI) or a config change recompiles only what changed. Paths under TOP are
 # hashed relative, so another clone folder still hits. EXTRESCUE_CCACHE=0: off.
 # ccache passes those relative paths on to the compiler, where they reach
-# __FILE__: the kernel maps its relative form as it maps the absolute one, and
-# e2fsprogs, whose build folders lie at several depths, is cached by absolute
-# path (make repro-check builds once with ccache off to hold both to it).
+# __FILE__: the kernel maps their relative form as it maps the absolute one,
+# and e2fsprogs is configured by a relative path, so it sees no absolute one
+# (make repro-check builds once with ccache off to hold both to it).
 EXTRESCUE_CCACHE ?= 1
 CCACHE := $(if $(filter 1,$(EXTRESCUE_CCACHE)),ccache)
 export CCACHE_DIR ?= $(EXTRESCUE_CACHE)/ccache
 export CCACHE_BASEDIR := $(TOP)
-# The kernel's build output kept by what made it (scripts/build-cache), on and
-# off with the compiler cache; make repro-check builds without it. Read by the
-# script, so the kernel's recipe is the same text either way.
+# Build outputs (the kernel's, ten components' programs) kept by what made
+# them (scripts/build-cache, mk/pkg.mk), on and off with the compiler cache;
+# make repro-check builds without it. Read by the script and the recipes as
+# they run, so a recipe is the same text either way.
 EXTRESCUE_BUILD_CACHE ?= $(EXTRESCUE_CCACHE)
 export EXTRESCUE_BUILD_CACHE
 # Build paths never reach a binary: a build in another folder gives the same bytes.

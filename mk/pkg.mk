@@ -58,7 +58,7 @@ package_patch_series = $(if $(filter src,$(call pin_kind,$(1))),$($(2)_SRC)/debi
 # and make's share of jobs are left out: neither changes what is built.
 recipe_text = $(eval RECIPE_TEXT := 1)$(subst $(TOP)/,,$(value package) $($(1)_POST_PATCH_CMDS) \
 	$($(1)_CONFIGURE_CMDS) $($(1)_BUILD_CMDS) $($(1)_INSTALL_CMDS) $($(1)_DEPENDENCIES) \
-	$($(1)_RECIPE_EXTRA))$(eval RECIPE_TEXT :=)
+	$($(1)_RECIPE_EXTRA) $($(1)_CACHE_OUTPUTS))$(eval RECIPE_TEXT :=)
 
 define package
 PACKAGES += $(1)
@@ -85,14 +85,23 @@ $$(STAMPS)/$(1)-patched: $$(STAMPS)/$(1)-extracted $$($(2)_PATCHES)
 	$(Q)touch $$@
 
 $$(call write_if_changed,$$(STAMPS)/$(1)-recipe,$$(call recipe_text,$(2)))
+$$(if $$(and $$($(2)_CACHE_OUTPUTS),$$(call pkg_unkeyed_stamps,$(2))),$$(error \
+	extrescue: $(1) depends on $$(call pkg_unkeyed_stamps,$(2)), which its build cache key cannot name (a stamp that says nothing of what it stands for); drop $(2)_CACHE_OUTPUTS or give it CACHE_INPUTS_<stamp>))
 $$(STAMPS)/$(1)-configured: $$(STAMPS)/$(1)-patched $$($(2)_DEPENDENCIES) $$(STAMPS)/$(1)-recipe $$(STAMPS)/host-toolchain
+	+$$(call pkg_fresh_tree,$(1),$(2))
 	$(Q)mkdir -p $$($(2)_OBJ)
-	+$$($(2)_CONFIGURE_CMDS)
+	+$$(if $$(call pkg_cache_hit,$(1),$(2)),$$(call pkg_from_cache,$(1),$(2)),$$($(2)_CONFIGURE_CMDS))
+	$(Q)$$(if $$($(2)_CACHE_HIT),,$$(if $$($(2)_CACHE_KEY),echo $$($(2)_CACHE_KEY) > $$($(2)_OBJ)/.extrescue-key &&)) \
+	 touch $$($(2)_OBJ)/.extrescue-configured
 	$(Q)touch $$@
 
 $$(STAMPS)/$(1)-built: $$(STAMPS)/$(1)-configured
-	$(Q)echo "$(1): building $$($(2)_VERSION)"
-	+$$($(2)_BUILD_CMDS)
+	$(Q)$$(if $$(call pkg_took_cache,$(2)),:,echo "$(1): building $$($(2)_VERSION)")
+	$(Q)mv -f $$($(2)_OBJ)/.extrescue-key $$($(2)_OBJ)/.extrescue-key.building 2>/dev/null || \
+	 rm -f $$($(2)_OBJ)/.extrescue-key.building
+	+$$(if $$(call pkg_took_cache,$(2)),$(Q):,$$($(2)_BUILD_CMDS))
+	$(Q)k=$$($(2)_OBJ)/.extrescue-key.building; [ ! -s $$$$k ] || \
+	 scripts/build-cache put $$(EXTRESCUE_ARCH)/$(1) $$$$(cat $$$$k) $$($(2)_OBJ) $$($(2)_CACHE_OUTPUTS); rm -f $$$$k
 	$(Q)touch $$@
 
 $$(STAMPS)/$(1)-installed: $$(STAMPS)/$(1)-built
@@ -108,13 +117,59 @@ $(1): $$(STAMPS)/$(1)-installed
 $(1)-source: $$(STAMPS)/$(1)-source
 $(1)-rebuild:
 	$(Q)rm -f $$(STAMPS)/$(1)-built $$(STAMPS)/$(1)-installed
-	$(Q)$$(MAKE) --no-print-directory $$(STAMPS)/$(1)-installed
+	$(Q)[ ! -e $$($(2)_OBJ)/.extrescue-cached ] || rm -f $$(STAMPS)/$(1)-configured
+	$(Q)$$(MAKE) --no-print-directory EXTRESCUE_BUILD_CACHE=0 $$(STAMPS)/$(1)-installed
 $(1)-reconfigure:
 	$(Q)rm -f $$(STAMPS)/$(1)-configured $$(STAMPS)/$(1)-built $$(STAMPS)/$(1)-installed
-	$(Q)$$(MAKE) --no-print-directory $$(STAMPS)/$(1)-installed
+	$(Q)$$(MAKE) --no-print-directory EXTRESCUE_BUILD_CACHE=0 $$(STAMPS)/$(1)-installed
 $(1)-dirclean:
 	rm -rf $$($(2)_SRC) $$($(2)_OBJ) $$($(2)_ROOT) $$(addprefix $$(STAMPS)/$(1)-,source extracted patched configured built installed)
 endef
+
+# Honest rebuilds: a tree configured before is unpacked and patched again
+# before it is configured anew, as a clean build would find it. Most of the
+# components' build systems do not notice a changed flag (autotools
+# Makefiles, plain Makefiles built in their source tree) and would keep
+# every object built with the old one. P_KEEPS_OBJECTS: one that does
+# (Kbuild's .cmd files) builds on its objects.
+# make -n and -q run these + lines too: they change nothing then.
+pkg_dry_run = $(findstring n,$(firstword -$(MAKEFLAGS)))$(findstring q,$(firstword -$(MAKEFLAGS)))
+pkg_fresh_tree = $(if $($(2)_KEEPS_OBJECTS)$(pkg_dry_run),$(Q):,$(Q){ [ ! -e $($(2)_OBJ)/.extrescue-configured ] && \
+	! [ $(STAMPS)/$(1)-configured -nt $(STAMPS)/$(1)-extracted ] && \
+	! [ $(STAMPS)/$(1)-built -nt $(STAMPS)/$(1)-extracted ]; } || \
+	{ rm -f $(STAMPS)/$(1)-extracted && $(MAKE) --no-print-directory $(STAMPS)/$(1)-patched; })
+
+# The components' build cache (scripts/build-cache, as the kernel's): a
+# component that names what the rest of the build takes from its build
+# folder (P_CACHE_OUTPUTS, paths under P_OBJ) keeps them after a build
+# under a key of what made them: its pin, recipe stamp (the template, its
+# commands and flags, dependencies and outputs), our patches, the files it
+# depends on (the kernel headers by their pin and patches), the host's
+# toolchain. A fresh clone of a commit built before (CI) then unpacks them
+# instead of configuring and building; sources are still unpacked and
+# patched, and the install step runs as always. Only the build that follows
+# a configure from a clean tree is kept, never one redone in place (make
+# P-rebuild, or a failed build run again). A component that takes another's
+# build cannot take part: the key names files, not builds.
+BUILD_CACHE_ENTRIES := $(EXTRESCUE_CACHE)/built/$(EXTRESCUE_ARCH)
+# A stamp a key can hash: one whose text is what it stands for (written by
+# write_if_changed), or one mapped to such files (CACHE_INPUTS_<stamp>).
+pkg_unkeyed_stamps = $(strip $(foreach d,$(filter $(STAMPS)/%,$($(1)_DEPENDENCIES)),$(if \
+	$(or $(CACHE_INPUTS_$(d)),$(filter $(d),$(STAMPS_PENDING))),,$(d))))
+pkg_cache_inputs = $(call pin_stamp,$(1)) $(STAMPS)/$(1)-recipe $($(2)_PATCHES) $(STAMPS)/host-toolchain \
+	scripts/extract scripts/apply-patches $(foreach d,$($(2)_DEPENDENCIES),$(or $(CACHE_INPUTS_$(d)),$(d)))
+# Read as the configure step starts (its stamps are written by then): sets
+# P_CACHE_KEY (none while the cache is off or a host package missing) and
+# P_CACHE_HIT (an entry is there), and says the second.
+pkg_cache_hit = $(eval $(2)_CACHE_KEY := $(if $(and $($(2)_CACHE_OUTPUTS),$(filter-out 0,$(EXTRESCUE_BUILD_CACHE)),$(if $(pkg_dry_run),,y)),$(shell \
+	scripts/build-cache key $(call pkg_cache_inputs,$(1),$(2)) 2>/dev/null)))$(eval $(2)_CACHE_HIT := $(if \
+	$($(2)_CACHE_KEY),$(shell [ -f $(BUILD_CACHE_ENTRIES)/$(1)/$($(2)_CACHE_KEY).tar ] && echo y)))$($(2)_CACHE_HIT)
+# A damaged entry (removed by build-cache get): the tree unpacked again and configured without the cache.
+pkg_from_cache = $(Q)scripts/build-cache get $(EXTRESCUE_ARCH)/$(1) $($(2)_CACHE_KEY) $($(2)_OBJ) && \
+	touch $($(2)_OBJ)/.extrescue-cached || { rm -f $(STAMPS)/$(1)-extracted && \
+	$(MAKE) --no-print-directory EXTRESCUE_BUILD_CACHE=0 $(STAMPS)/$(1)-configured; }
+# Whether the tree's build came from the cache (read as the build step starts).
+pkg_took_cache = $(shell [ -e $($(1)_OBJ)/.extrescue-cached ] && echo y)
 
 # One line per component for make help (the generated targets carry no ## text).
 .PHONY: help-packages
@@ -122,6 +177,6 @@ help-packages:
 	$(Q)echo "Per component (one of: $(PACKAGES)):"
 	$(Q)echo "  <component>             build and install it into its image tree"
 	$(Q)echo "  <component>-source      fetch and verify its pinned sources"
-	$(Q)echo "  <component>-rebuild     build again from the patched, configured tree"
+	$(Q)echo "  <component>-rebuild     build again in its tree (configured again if it came from the build cache)"
 	$(Q)echo "  <component>-reconfigure configure and build again"
 	$(Q)echo "  <component>-dirclean    remove its trees and stamps"

@@ -49,12 +49,13 @@ install_stripped = $(Q)mkdir -p $($(1)_ROOT)/$(2) && $(foreach f,$(3),\
 
 # The package flavours: the configure line of a build system, with the
 # target's compiler, flags and triplet, for a package's CONFIGURE_CMDS.
-# $(call autotools_configure,NAME,P,OPTIONS[,ENV]): configure in P_OBJ (as
-# ./configure for a package built in its source tree). ENV comes last, so a
-# package's own CC or flags there win.
+# $(call autotools_configure,NAME,P,OPTIONS[,ENV[,CONFIGURE]]): configure in
+# P_OBJ (as ./configure for a package built in its source tree, else by
+# CONFIGURE or P_SRC's absolute path). ENV comes last, so a package's own CC
+# or flags there win.
 autotools_configure = $(Q)cd $($(2)_OBJ) && CC="$(TARGET_CC)" CFLAGS="$(TARGET_CFLAGS)" \
 	LDFLAGS="$(TARGET_LDFLAGS)" $(TARGET_CONFIGURE_TOOLS) $(4) $(TOP)/scripts/logged $(1) configure \
-	$($(2)_OBJ)/configure.log $(if $(filter $($(2)_SRC),$($(2)_OBJ)),./configure,$($(2)_SRC)/configure) \
+	$($(2)_OBJ)/configure.log $(or $(5),$(if $(filter $($(2)_SRC),$($(2)_OBJ)),./configure,$($(2)_SRC)/configure)) \
 	--host=$(GNU_TRIPLET) $(3)
 # $(call cmake_configure,NAME,P,OPTIONS): cmake in P_OBJ, the target named by
 # the toolchain file below.

@@ -3,8 +3,10 @@ flags and --host as make expands them), so a comment in a .mk file redoes
 nothing, a changed flag redoes the package or src/, and a kernel config
 fragment taken away reconfigures the kernel. Each check parses a copy of the
 tree with its own OUT (make version: nothing is built) or builds one host
-tool there, so the project's own out/ is never touched."""
+tool or one small component there (with a build cache of its own), so the
+project's own out/ is never touched."""
 import glob
+import hashlib
 import os
 import shutil
 import subprocess
@@ -170,3 +172,50 @@ def test_every_sub_make_in_a_command_block_gets_the_jobserver():
             elif block and ("$(MAKE)" in line or "_MAKE)" in line) and not head.startswith("\t+"):
                 unmarked.append(f"{os.path.relpath(mk, TOP)}:{n} ({block})")
     assert not unmarked, unmarked
+
+
+def test_a_component_comes_from_the_build_cache_as_built_and_a_flag_rebuilds_it(tree, tmp_path):
+    """gddrescue is kept in the build cache after a clean build and taken
+    from there when its tree is gone; a changed link flag configures and
+    builds it again in a freshly unpacked tree (a file left in the old one
+    is gone) and keeps that build too; the flag given back takes the first
+    entry again, byte for byte."""
+    cache = os.environ.get("EXTRESCUE_CACHE") or os.path.expanduser("~/.cache/extrescue")
+    env = dict(os.environ, EXTRESCUE_CACHE=str(tmp_path / "cache"), EXTRESCUE_BUILD_CACHE="1",
+               DL_DIR=os.environ.get("DL_DIR") or os.path.join(cache, "dl"),
+               CCACHE_DIR=os.environ.get("CCACHE_DIR") or os.path.join(cache, "ccache"))
+    src = tree / "out/build/gddrescue-src"
+    program = tree / "out/build/gddrescue-root/usr/bin/ddrescue"
+    entries = tmp_path / "cache/built" / os.environ.get("EXTRESCUE_ARCH", "x86_64") / "gddrescue"
+
+    def build(*targets):
+        r = host(["make", "--no-print-directory", "-C", str(tree), f"OUT={tree}/out", *targets], env=env)
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+        return r.stdout
+
+    def digest():
+        with open(program, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+
+    def build_id():
+        return "Build ID" in host(["readelf", "-n", str(src / "ddrescue")]).stdout
+
+    out = build("gddrescue")
+    assert "gddrescue: building" in out, out
+    assert len(os.listdir(entries)) == 1, os.listdir(entries)
+    first = digest()
+    build("gddrescue-dirclean")
+    out = build("gddrescue")
+    assert "gddrescue: building" not in out and "gddrescue: build output" in out, out
+    assert digest() == first and build_id()
+    (src / "left-from-the-last-build").write_text("")
+    edit(tree / "package/gddrescue/gddrescue.mk", 'LDFLAGS="$(TARGET_LDFLAGS)"', 'LDFLAGS="$(TARGET_LDFLAGS) -Wl,--build-id=none"')
+    out = build("gddrescue")
+    assert "gddrescue: building" in out, out
+    assert not (src / "left-from-the-last-build").exists(), "configured again in the old tree"
+    assert not build_id(), "the changed flag did not reach the program"
+    assert digest() != first and len(os.listdir(entries)) == 2
+    edit(tree / "package/gddrescue/gddrescue.mk", 'LDFLAGS="$(TARGET_LDFLAGS) -Wl,--build-id=none"', 'LDFLAGS="$(TARGET_LDFLAGS)"')
+    out = build("gddrescue")
+    assert "gddrescue: building" not in out and "gddrescue: build output" in out, out
+    assert digest() == first and build_id()

@@ -24,6 +24,8 @@ endef
 define BUSYBOX_INSTALL_CMDS
 	$(Q)scripts/check-static busybox $(BUSYBOX_BIN)
 endef
+# The initramfs takes the program and its list of names from the build folder.
+BUSYBOX_CACHE_OUTPUTS := busybox busybox.links .config
 $(eval $(call package,busybox,BUSYBOX))
 
 .PHONY: busybox-menuconfig

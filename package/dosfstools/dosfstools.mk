@@ -15,4 +15,5 @@ define DOSFSTOOLS_INSTALL_CMDS
 	$(Q)for a in fsck.vfat fsck.msdos dosfsck; do ln -s fsck.fat $(DOSFSTOOLS_ROOT)/sbin/$$a; done
 	$(Q)for a in mkfs.vfat mkfs.msdos mkdosfs; do ln -s mkfs.fat $(DOSFSTOOLS_ROOT)/sbin/$$a; done
 endef
+DOSFSTOOLS_CACHE_OUTPUTS := src/fsck.fat src/mkfs.fat src/fatlabel
 $(eval $(call package,dosfstools,DOSFSTOOLS))

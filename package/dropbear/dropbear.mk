@@ -26,4 +26,5 @@ define DROPBEAR_INSTALL_CMDS
 	$(Q)for p in dbclient dropbearkey scp; do ln -s dropbearmulti $(DROPBEAR_ROOT)/usr/bin/$$p; done
 	$(Q)ln -s dbclient $(DROPBEAR_ROOT)/usr/bin/ssh
 endef
+DROPBEAR_CACHE_OUTPUTS := dropbearmulti
 $(eval $(call package,dropbear,DROPBEAR))

@@ -22,15 +22,21 @@ E2FSPROGS_LINKS := fsck.ext2:e2fsck fsck.ext3:e2fsck fsck.ext4:e2fsck \
 # Through the compiler cache: musl-gcc is a script whose date says nothing
 # of the gcc behind it, so the cache asks that gcc for its version and specs.
 E2FSPROGS_CC := $(strip $(CCACHE) $(TARGET_CC))
-# No CCACHE_BASEDIR: its relative paths would reach the programs' assert
-# messages (__FILE__) instead of PREFIX_MAP's /build/... of a build without it.
-E2FSPROGS_CCACHE := CCACHE_COMPILERCHECK='%compiler% -v' CCACHE_BASEDIR=
+E2FSPROGS_CCACHE := CCACHE_COMPILERCHECK='%compiler% -v'
+# Configured by a relative path (../e2fsprogs-src/configure), so every path
+# the compiler sees is relative, ccache or not: ../e2fsprogs-src/... up to
+# ../../../e2fsprogs-src/... from the build folder and its subfolders, some
+# through a sibling (debugfs/../e2fsck/recovery.c). Mapped as PREFIX_MAP
+# maps the absolute path, __FILE__ (the programs' assert messages) is the
+# /build/e2fsprogs-src/... of before, and another clone folder (CI's,
+# legal-info's rebuild) hits the compiler cache.
+E2FSPROGS_CFLAGS := $(TARGET_CFLAGS) $(foreach up,../ ../../ ../../../,-ffile-prefix-map=$(up)e2fsprogs-src=/build/e2fsprogs-src)
 define E2FSPROGS_CONFIGURE_CMDS
 	$(Q)rm -rf $(E2FSPROGS_OBJ) && mkdir -p $(E2FSPROGS_OBJ)
 	$(call autotools_configure,e2fsprogs,E2FSPROGS,--disable-nls --disable-fuse2fs --disable-uuidd \
 	 --enable-libuuid --enable-libblkid --without-libarchive --enable-fsck \
 	 --disable-elf-shlibs --disable-bsd-shlibs,$(E2FSPROGS_CCACHE) CC="$(E2FSPROGS_CC)" \
-	 LIBS="$(MIMALLOC_A) $(FAST_STRING_A)" PKG_CONFIG=/bin/false)
+	 CFLAGS="$(E2FSPROGS_CFLAGS)" LIBS="$(MIMALLOC_A) $(FAST_STRING_A)" PKG_CONFIG=/bin/false,../e2fsprogs-src/configure)
 endef
 define E2FSPROGS_BUILD_CMDS
 	+$(Q)$(E2FSPROGS_CCACHE) scripts/logged e2fsprogs build $(E2FSPROGS_OBJ)/build.log $(MAKE) -C $(E2FSPROGS_OBJ) $(SUBMAKE_J)

@@ -13,4 +13,5 @@ define GDDRESCUE_CONFIGURE_CMDS
 endef
 GDDRESCUE_BUILD_CMDS = $(call make_build,gddrescue,GDDRESCUE,ddrescue)
 GDDRESCUE_INSTALL_CMDS = $(call install_stripped,GDDRESCUE,usr/bin,ddrescue)
+GDDRESCUE_CACHE_OUTPUTS := ddrescue
 $(eval $(call package,gddrescue,GDDRESCUE))

@@ -13,4 +13,5 @@ define GDISK_BUILD_CMDS
 	  LDFLAGS="$(TARGET_LDFLAGS)" gdisk sgdisk fixparts
 endef
 GDISK_INSTALL_CMDS = $(call install_stripped,GDISK,usr/sbin,gdisk sgdisk fixparts)
+GDISK_CACHE_OUTPUTS := gdisk sgdisk fixparts
 $(eval $(call package,gdisk,GDISK))

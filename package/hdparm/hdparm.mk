@@ -9,4 +9,5 @@ define HDPARM_BUILD_CMDS
 	  CFLAGS="$(TARGET_CFLAGS)" LDFLAGS="$(TARGET_LDFLAGS)" STRIP=true hdparm
 endef
 HDPARM_INSTALL_CMDS = $(call install_stripped,HDPARM,sbin,hdparm)
+HDPARM_CACHE_OUTPUTS := hdparm
 $(eval $(call package,hdparm,HDPARM))

@@ -10,6 +10,9 @@ LINUX_DEPENDENCIES := $(LINUX_FRAGMENTS) scripts/kconfig-check
 LINUX_LICENSE := GPL-2.0-only WITH Linux-syscall-note
 LINUX_LICENSE_FILES := COPYING LICENSES/preferred/GPL-2.0 LICENSES/exceptions/Linux-syscall-note
 BZIMAGE := $(LINUX_OBJ)/$(KERNEL_IMAGE)
+# Kbuild redoes what a changed option or flag touches (its .cmd files): a
+# reconfigure builds on the objects there (mk/pkg.mk's honest rebuilds).
+LINUX_KEEPS_OBJECTS := yes
 # KCPPFLAGS: under ccache the compiler sees ../linux-src/... (CCACHE_BASEDIR);
 # mapped away as the kernel maps its absolute source path, __FILE__ is the
 # same with and without the cache.
@@ -82,6 +85,8 @@ endef
 LINUX_UAPI_STAMP := $(STAMPS)/linux-uapi-patches
 LINUX_UAPI_PATCHES := $(shell grep -l '^+++ .*include/uapi/' $(LINUX_PATCH_DIR)/*.patch 2>/dev/null)
 $(call write_if_changed,$(LINUX_UAPI_STAMP),$(shell sha256sum $(LINUX_UAPI_PATCHES) /dev/null) $(value LINUX_HEADERS_CMDS))
+# The headers' share of a component's build cache key (mk/pkg.mk): what their stamp looks at.
+CACHE_INPUTS_$(STAMPS)/linux-headers := $(call pin_stamp,linux) $(LINUX_UAPI_STAMP)
 $(STAMPS)/linux-headers: $(call pin_stamp,linux) $(LINUX_UAPI_STAMP) | $(STAMPS)/linux-patched
 	$(LINUX_HEADERS_CMDS)
 	$(Q)touch $@

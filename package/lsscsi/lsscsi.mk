@@ -10,4 +10,5 @@ define LSSCSI_BUILD_CMDS
 	+$(Q)scripts/logged lsscsi build $(LSSCSI_OBJ)/build.log $(MAKE) -C $(LSSCSI_OBJ) $(SUBMAKE_J)
 endef
 LSSCSI_INSTALL_CMDS = $(call install_stripped,LSSCSI,usr/bin,src/lsscsi)
+LSSCSI_CACHE_OUTPUTS := src/lsscsi
 $(eval $(call package,lsscsi,LSSCSI))

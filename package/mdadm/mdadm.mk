@@ -10,4 +10,5 @@ define MDADM_BUILD_CMDS
 	  COROSYNC="-DNO_COROSYNC" DLM="-DNO_DLM" mdadm
 endef
 MDADM_INSTALL_CMDS = $(call install_stripped,MDADM,sbin,mdadm)
+MDADM_CACHE_OUTPUTS := mdadm
 $(eval $(call package,mdadm,MDADM))

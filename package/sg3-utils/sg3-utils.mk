@@ -14,4 +14,5 @@ define SG3_UTILS_BUILD_CMDS
 	  LDFLAGS="-all-static -Wl,--gc-sections"
 endef
 SG3_UTILS_INSTALL_CMDS = $(call install_stripped,SG3_UTILS,usr/bin,$(addprefix src/,$(SG3_UTILS_PROGRAMS)))
+SG3_UTILS_CACHE_OUTPUTS := $(addprefix src/,$(SG3_UTILS_PROGRAMS))
 $(eval $(call package,sg3-utils,SG3_UTILS))

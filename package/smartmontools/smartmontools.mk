@@ -7,6 +7,7 @@
 # date of the commit that first configured it).
 
 SMARTMONTOOLS_OBJ := $(BUILD)/smartmontools
+SMARTMONTOOLS_DEPENDENCIES := $(EPOCH_STAMP)
 SMARTMONTOOLS_LICENSE := GPL-2.0-or-later
 SMARTMONTOOLS_LICENSE_FILES := COPYING
 define SMARTMONTOOLS_CONFIGURE_CMDS
@@ -17,5 +18,5 @@ define SMARTMONTOOLS_CONFIGURE_CMDS
 endef
 SMARTMONTOOLS_BUILD_CMDS = $(call make_build,smartmontools,SMARTMONTOOLS,smartctl)
 SMARTMONTOOLS_INSTALL_CMDS = $(call install_stripped,SMARTMONTOOLS,usr/sbin,smartctl)
+SMARTMONTOOLS_CACHE_OUTPUTS := smartctl
 $(eval $(call package,smartmontools,SMARTMONTOOLS))
-$(STAMPS)/smartmontools-configured: $(EPOCH_STAMP)
