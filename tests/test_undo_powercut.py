@@ -257,12 +257,19 @@ def test_power_cut_during_a_repair_keeps_the_way_back(guest, tmp_path, shape, un
         undo_disk(undo, undo_fs)
         at = repair(guest, f"{tag}-{k}", target, undo, cut)
         rows.append((f"{cut[0]} +{cut[1]:.2f} s", at, *outcome(tmp_path, target, original, undo, undo_fs)))
+        if rows[-1][2].startswith("LOST"):
+            # The volume and undo disk as the cut left them, for a look
+            # (the folder of a failed test stays; the next cut would overwrite them).
+            keep = tmp_path / f"lost-{k}"
+            keep.mkdir()
+            for img in (target, undo):
+                copy(img, str(keep / os.path.basename(img)))
 
     print(f"\n{shape}, undo files on {undo_fs} (first write to the volume at {volume_at:.2f} s):")
     print(f"  {'planned':>16} | {'cut at':>8} | {'blocks changed':>14} | {'undo file':>14} | outcome")
     for plan, at, what, changed, size in rows:
         print(f"  {plan:>16} | {at:>8} | {changed:14d} | {'none' if size is None else f'{size} bytes':>14} | {what}")
     lost = [r for r in rows if r[2].startswith("LOST")]
-    assert not lost, f"{len(lost)} of {len(rows)} cuts lost the way back: {lost}"
+    assert not lost, f"{len(lost)} of {len(rows)} cuts lost the way back: {lost}; their disks are in {tmp_path}/lost-*"
     assert any(changed for _, at, _, changed, _ in rows[1:] if at != "end"), \
         "no cut came after the repair's first write to the volume: the test proved nothing"
