@@ -40,6 +40,10 @@ def upstream_version(name):
 
 
 LOGS = os.path.join(OUT, "test-logs")
+# The download cache and the compiler cache the build uses: a test that
+# builds in a tree of its own (another EXTRESCUE_CACHE) still reads them.
+HOST_CACHE = os.environ.get("EXTRESCUE_CACHE") or os.path.expanduser("~/.cache/extrescue")
+CCACHE_DIR = os.environ.get("CCACHE_DIR") or os.path.join(HOST_CACHE, "ccache")
 RUN = os.path.join(TOP, "qemu", "run")
 SCALE = float(os.environ.get("EXTRESCUE_TIMEOUT_SCALE", "1"))
 # Virtual CPUs per test guest: one (tests/bench-test-smp, two guests on two

@@ -10,7 +10,7 @@ import tarfile
 
 import pytest
 
-from harness import OUT, TOP, host, lock_lines
+from harness import CCACHE_DIR, OUT, TOP, host, lock_lines
 
 BUILD = os.path.join(OUT, "build")
 STAMPS = os.path.join(OUT, "stamps")
@@ -104,9 +104,7 @@ def test_corrupt_debian_patch_archive_stops_the_build_with_its_name(tmp_path):
         f.seek(2000)
         f.write(b"\x00garbage\x00")
     # No mirror to fetch a good copy from: the build must stop, not go on without it.
-    cache = os.environ.get("EXTRESCUE_CACHE") or os.path.expanduser("~/.cache/extrescue")
     env = dict(os.environ, DL_DIR=str(dl), EXTRESCUE_CACHE=str(tmp_path / "cache"),
-               CCACHE_DIR=os.environ.get("CCACHE_DIR") or os.path.join(cache, "ccache"),
                EXTRESCUE_MIRROR="http://127.0.0.1:9/debian")
     r = make(f"OUT={tmp_path}/out", "e2fsprogs-source", env=env)
     assert r.returncode != 0, "the build went on with a corrupt Debian patch archive"
@@ -169,9 +167,7 @@ def test_e2fsprogs_rebuilds_the_same_from_legal_info_alone(legal_info, tmp_path)
         for f in files:
             if not (dl / f).exists():  # isolinux and syslinux-common share one source
                 os.symlink(os.path.join(d, f), dl / f)
-    cache = os.environ.get("EXTRESCUE_CACHE") or os.path.expanduser("~/.cache/extrescue")
-    env = dict(os.environ, DL_DIR=str(dl), EXTRESCUE_CACHE=str(tmp_path / "cache"),
-               CCACHE_DIR=os.environ.get("CCACHE_DIR") or os.path.join(cache, "ccache"),
+    env = dict(os.environ, DL_DIR=str(dl), EXTRESCUE_CACHE=str(tmp_path / "cache"), CCACHE_DIR=CCACHE_DIR,
                EXTRESCUE_MIRROR="http://127.0.0.1:9/debian")
     r = host(["make", "--no-print-directory", "-C", str(tree), "e2fsprogs"], env=env)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]

@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from harness import TOP, host
+from harness import CCACHE_DIR, HOST_CACHE, TOP, host
 
 
 @pytest.fixture
@@ -180,10 +180,8 @@ def test_a_component_comes_from_the_build_cache_as_built_and_a_flag_rebuilds_it(
     builds it again in a freshly unpacked tree (a file left in the old one
     is gone) and keeps that build too; the flag given back takes the first
     entry again, byte for byte."""
-    cache = os.environ.get("EXTRESCUE_CACHE") or os.path.expanduser("~/.cache/extrescue")
     env = dict(os.environ, EXTRESCUE_CACHE=str(tmp_path / "cache"), EXTRESCUE_BUILD_CACHE="1",
-               DL_DIR=os.environ.get("DL_DIR") or os.path.join(cache, "dl"),
-               CCACHE_DIR=os.environ.get("CCACHE_DIR") or os.path.join(cache, "ccache"))
+               DL_DIR=os.environ.get("DL_DIR") or os.path.join(HOST_CACHE, "dl"), CCACHE_DIR=CCACHE_DIR)
     src = tree / "out/build/gddrescue-src"
     program = tree / "out/build/gddrescue-root/usr/bin/ddrescue"
     entries = tmp_path / "cache/built" / os.environ.get("EXTRESCUE_ARCH", "x86_64") / "gddrescue"
