@@ -160,17 +160,22 @@ $(shell awk '!/^\#/ && NF' $(LOCK) | while read -r n rest; do \
 # any of them rebuilds all (and the manifest names the ones that did). Read
 # while the Makefiles are once the host packages are in; on a fresh machine
 # the first time after they are installed, so the next make finds the same.
+# A cross build adds the target's compilers, binutils, glibc and libstdc++,
+# and the musl pin its C programs link.
 HOST_TOOLCHAIN = $(shell gcc --version | head -n 1; ld --version | head -n 1; \
-	dpkg-query -W -f='$${Package} $${Version}\n' musl-tools libc6-dev uuid-dev libpopt-dev 'libstdc++-*-dev' 2>/dev/null)
+	$(if $(TARGET_CROSS),$(TARGET_CROSS)gcc --version | head -n 1; $(TARGET_CROSS)ld --version | head -n 1;) \
+	dpkg-query -W -f='$${Package} $${Version}\n' musl-tools libc6-dev uuid-dev libpopt-dev 'libstdc++-*-dev' \
+	$(if $(TARGET_CROSS),'libc6-dev-$(DEBIAN_ARCH)-cross' 'libstdc++-*-dev-$(DEBIAN_ARCH)-cross') 2>/dev/null) \
+	$(if $(TARGET_CROSS),musl-dev $(call pin,musl-dev,5))
 ifneq ($(wildcard $(STAMPS)/host-deps),)
 $(call write_if_changed,$(STAMPS)/host-toolchain,$(HOST_TOOLCHAIN))
 endif
 $(STAMPS)/host-toolchain: | $(STAMPS)/host-deps
 	$(file >$@,$(HOST_TOOLCHAIN))
 
-# Host packages: checked once, again whenever the list changes.
-$(STAMPS)/host-deps: configs/host-packages | $(STAMPS)
-	@scripts/host-deps $<
+# Host packages: checked once, again whenever a list changes.
+$(STAMPS)/host-deps: configs/host-packages $(HOST_PACKAGES_ARCH) | $(STAMPS)
+	@for list in $^; do scripts/host-deps $$list || exit 1; done
 	@touch $@
 
 include mk/pkg.mk

@@ -18,3 +18,8 @@ TARGET_CROSS :=
 # shim, MokManager and systemd-boot's files end in it.
 EFI_ARCH := x64
 EFI_ARCH_UPPER := X64
+# The host packages this architecture adds to configs/host-packages (none:
+# the build machine's compilers are x86_64's).
+HOST_PACKAGES_ARCH :=
+# How the tests run its programs on the build machine: directly.
+TARGET_RUN :=

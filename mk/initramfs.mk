@@ -10,9 +10,7 @@ INITRAMFS_INPUTS := initramfs/init initramfs/base.list initramfs/gen-list initra
 	$(shell find initramfs/rootfs -print) README.md
 # Every component's image tree, our tools, and the licence texts.
 INITRAMFS_DEPS := $(foreach p,$(PACKAGES),$(STAMPS)/$(p)-installed) $(STAMPS)/legal-root \
-	$(SRC_ROOT)/sbin/extscan $(SRC_ROOT)/sbin/iobench $(SRC_ROOT)/lib/extrescue/inroot $(SRC_ROOT)/sbin/cmdline \
-	$(SRC_ROOT)/lib/extrescue/authkeys $(SRC_ROOT)/lib/extrescue/report $(SRC_ROOT)/usr/sbin/efibootmgr \
-	$(SRC_ROOT)/usr/sbin/nvme $(GEN_INIT_CPIO)
+	$(SRC_PROGRAMS) $(GEN_INIT_CPIO)
 
 # etc/extrescue/iso-uuid: the ISO's UUID as xorriso makes it from
 # SOURCE_DATE_EPOCH, by which the boot knows the stick it came from.

@@ -80,6 +80,13 @@ IOBENCH_DEPS := $(IOBENCH_SRC) $(wildcard src/iobench*.h) src/md5.h
 $(eval $(call static_tool,$(SRC_ROOT)/sbin/iobench,$(IOBENCH_DEPS)))
 $(eval $(call host_tool,$(SRC_OBJ)/host/iobench,$(IOBENCH_DEPS)))
 
+# Every program of ours the image carries; `make src-programs` builds them
+# alone (for EXTRESCUE_ARCH=arm64, the tests run them under qemu-aarch64).
+SRC_PROGRAMS := $(addprefix $(SRC_ROOT)/,sbin/extscan sbin/iobench lib/extrescue/inroot sbin/cmdline \
+	lib/extrescue/authkeys lib/extrescue/report usr/sbin/efibootmgr usr/sbin/nvme)
+.PHONY: src-programs
+src-programs: $(SRC_PROGRAMS) ## our own programs (src/), static, for the target architecture
+
 # Fuzzing needs clang's libFuzzer, installed on first use only. One target per
 # parser of hostile bytes, PARSER:MAX_LEN (the largest input it is given), each
 # src/fuzz-PARSER.c. A run is FUZZ_RUNS inputs per parser, a count and not a

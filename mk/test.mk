@@ -20,7 +20,18 @@ export EXTRESCUE_TIMEOUT_SCALE
 TEST_JOBS ?= $(shell n=$$(($$(nproc) + 1)); [ $$n -gt 8 ] && n=8; echo $$n)
 TEST_HOST_TOOLS := $(addprefix $(SRC_OBJ)/host/,extscan cmdline authkeys report inroot) \
 	$(SRC_OBJ)/test-fast-string $(SRC_OBJ)/test-aligned-alloc
-test: all $(STAMPS)/virt-firmware $(TEST_HOST_TOOLS) ## run the whole test suite (boots, controllers, e2fsprogs suite, build checks), then its time table
+# The unit tests of our programs also run their arm64 build, made here in
+# its own tree (out/arm64) by a make of that architecture, under Debian 13's
+# qemu-aarch64 (static; unpacked from its pin, for the tests only).
+.PHONY: test-arm64-programs
+test-arm64-programs:
+	+$(Q)$(MAKE) --no-print-directory EXTRESCUE_ARCH=arm64 OUT=$(dir $(OUT))arm64 src-programs
+QEMU_USER := $(BUILD)/qemu-user
+$(STAMPS)/qemu-user: $(call pin_stamp,qemu-user) | $(STAMPS)/host-deps $(BUILD)
+	$(Q)rm -rf $(QEMU_USER) && mkdir -p $(QEMU_USER)
+	$(Q)deb=$$(scripts/fetch qemu-user) && dpkg-deb --fsys-tarfile "$$deb" | tar -x -C $(QEMU_USER) ./usr/bin/qemu-aarch64
+	$(Q)touch $@
+test: all $(STAMPS)/virt-firmware $(STAMPS)/qemu-user $(TEST_HOST_TOOLS) test-arm64-programs ## run the whole test suite (boots, controllers, e2fsprogs suite, build checks), then its time table
 	$(Q)a=0 b=0; mv -f $(OUT)/test-times.tsv $(OUT)/test-times-last.tsv 2>/dev/null || true; \
 	 $(PYTEST) -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadgroup -m 'serial or beside_serial' tests/ || a=$$?; \
 	 EXTRESCUE_TIMES_APPEND=1 $(PYTEST) -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadgroup -m 'not serial and not beside_serial' tests/ || b=$$?; \

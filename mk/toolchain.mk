@@ -6,7 +6,27 @@
 # headers (it passes -nostdinc). C++ has no musl libstdc++ in Debian, so the
 # C++ programs link the target's glibc and libstdc++ statically.
 KHEADERS := $(BUILD)/kheaders
-TARGET_CC := musl-gcc -isystem $(KHEADERS)/include
+ifeq ($(TARGET_CROSS),)
+MUSL_GCC := musl-gcc
+else
+# A cross build's musl is Debian's musl-dev for the target (pinned in
+# package/musl), unpacked into the build folder; its gcc specs file, which
+# names Debian's paths, is rewritten to point there.
+MUSL_DIR := $(BUILD)/musl
+MUSL_SPECS := $(MUSL_DIR)/musl-gcc.specs
+MUSL_GCC := $(TARGET_CROSS)gcc -specs=$(MUSL_SPECS)
+$(STAMPS)/musl-sysroot: $(call pin_stamp,musl-dev) | $(STAMPS)/host-deps $(BUILD)
+	$(Q)rm -rf $(MUSL_DIR) && mkdir -p $(MUSL_DIR)
+	$(Q)deb=$$(scripts/fetch musl-dev) && dpkg-deb -x "$$deb" $(MUSL_DIR)/root
+	$(Q)specs=$(MUSL_DIR)/root/usr/lib/$(GNU_TRIPLET)/musl-gcc.specs && \
+	 [ -r $$specs ] || { echo "musl: $$specs missing from the musl-dev package; check its pin in package/musl" >&2; exit 1; } && \
+	 sed 's,/usr/\(lib\|include\)/$(GNU_TRIPLET),$(MUSL_DIR)/root/usr/\1/$(GNU_TRIPLET),g' $$specs > $(MUSL_SPECS)
+	$(Q)touch $@
+# Everything that compiles for the target depends on the host-toolchain
+# stamp, so the C library comes with it.
+$(STAMPS)/host-toolchain: | $(STAMPS)/musl-sysroot
+endif
+TARGET_CC := $(MUSL_GCC) -isystem $(KHEADERS)/include
 TARGET_CXX := $(TARGET_CROSS)g++
 # configure's --host for the C++ programs (they link the target's glibc).
 TARGET_CXX_TRIPLET := $(GNU_TRIPLET_GLIBC)

@@ -326,3 +326,32 @@ def make_and_run(target):
     r = host(["make", "--no-print-directory", "-C", TOP, target])
     assert r.returncode == 0, r.stderr
     return host([target])
+
+
+# Our programs (src/) as the unit tests run them: the host build with
+# ASan/UBSan, and the image's own static arm64 build under QEMU's user
+# emulation. A parser of disk bytes can be right on one and wrong on the
+# other (char is unsigned on arm64), so each module runs against both.
+SRC_BUILDS = ("host", "arm64")
+# Another architecture builds beside OUT (make: out/ARCH).
+ARM64_OUT = os.path.join(os.path.dirname(OUT), "arm64")
+# Debian 13's static qemu-aarch64, unpacked by make test (Debian 12's lacks openat2).
+QEMU_AARCH64 = os.path.join(OUT, "build", "qemu-user", "usr", "bin", "qemu-aarch64")
+IMAGE_PATHS = {"extscan": "sbin/extscan", "cmdline": "sbin/cmdline", "iobench": "sbin/iobench",
+               "inroot": "lib/extrescue/inroot", "authkeys": "lib/extrescue/authkeys",
+               "report": "lib/extrescue/report"}
+
+
+def src_program(name, build):
+    """The command (a list) that runs our program NAME of BUILD (one of
+    SRC_BUILDS), made first."""
+    if build == "host":
+        path = os.path.join(OUT, "build", "src", "host", name)
+        args, argv = [path], [path]
+    else:
+        path = os.path.join(ARM64_OUT, "build", "src-root", IMAGE_PATHS[name])
+        args, argv = ["EXTRESCUE_ARCH=arm64", f"OUT={ARM64_OUT}", path], [QEMU_AARCH64, path]
+        assert os.access(QEMU_AARCH64, os.X_OK), f"no {QEMU_AARCH64}; make test unpacks it (make {OUT}/stamps/qemu-user)"
+    r = host(["make", "--no-print-directory", "-C", TOP, *args])
+    assert r.returncode == 0, f"building {name} for {build}: {r.stderr[-2000:]}"
+    return argv

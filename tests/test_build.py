@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from harness import OUT, PIN_LIST, TOP, host, lock_lines
+from harness import ARM64_OUT, OUT, PIN_LIST, TOP, host, lock_lines
 
 LINUX_SRC = os.path.join(OUT, "build", "linux-src")
 
@@ -44,6 +44,19 @@ def test_config_check_fails_on_dropped_option(tmp_path):
     assert "CONFIG_SND_HDA_INTEL=y" in r.stderr and "zz-dropped.config" in r.stderr, r.stderr
     assert "CONFIG_BLK_DEV_LOOP" not in r.stderr, "a kept option was reported as dropped"
     assert not (obj / ".config").exists(), "a rejected config was left in place"
+
+
+def test_arm64_kernel_config_keeps_every_requested_option():
+    """The shared fragments and arm64's own merge on arm64 with every
+    requested option present (an option only x86_64 has, put in a shared
+    fragment, stops this make with its name)."""
+    r = host(["make", "--no-print-directory", "-C", TOP, "EXTRESCUE_ARCH=arm64", f"OUT={ARM64_OUT}", "linux-config"])
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    with open(os.path.join(ARM64_OUT, "build", "linux", ".config")) as f:
+        config = f.read().splitlines()
+    for option in ("CONFIG_ARM64=y", "CONFIG_SERIAL_AMBA_PL011_CONSOLE=y", "CONFIG_SERIAL_8250_CONSOLE=y",
+                   "CONFIG_EXT4_FS=y", "CONFIG_SCSI_HISI_SAS_PCI=y", "CONFIG_SCSI_MPT3SAS=y", "CONFIG_EFI_STUB=y"):
+        assert option in config, f"{option} missing from the arm64 kernel's .config"
 
 
 def test_corrupt_cache_file_is_detected_and_replaced(tmp_path):

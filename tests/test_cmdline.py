@@ -1,35 +1,31 @@
-"""The kernel command line parser (host build with ASan/UBSan): split as the
-kernel splits it, rescue.* values checked and written as data, console=
-values listed, warnings one line each, exit 0 whatever the input."""
-import os
-
+"""The kernel command line parser (the host build with ASan/UBSan, and the
+image's arm64 build): split as the kernel splits it, rescue.* values checked
+and written as data, console= values listed, warnings one line each, exit 0
+whatever the input."""
 import pytest
 
-from harness import OUT, TOP, host
-
-CMDLINE = os.path.join(OUT, "build", "src", "host", "cmdline")
+from harness import SRC_BUILDS, host, src_program
 
 
-@pytest.fixture(scope="module", autouse=True)
-def built():
-    r = host(["make", "--no-print-directory", "-C", TOP, CMDLINE])
-    assert r.returncode == 0, r.stderr
+@pytest.fixture(scope="module", params=SRC_BUILDS)
+def cmdline(request):
+    return src_program("cmdline", request.param)
 
 
-def parse(tmp_path, line):
+def parse(cmdline, tmp_path, line):
     src = tmp_path / "cmdline"
     src.write_bytes(line.encode() if isinstance(line, str) else line)
     out = tmp_path / "out"
-    r = host([CMDLINE, "--dir", str(out), str(src)])
+    r = host([*cmdline, "--dir", str(out), str(src)])
     assert r.returncode == 0 and "ERROR" not in r.stderr, r.stderr
     params = {p.name: p.read_text() for p in (out / "param").iterdir()}
     consoles = (out / "consoles").read_text().splitlines() if (out / "consoles").exists() else []
     return params, consoles, r.stderr.splitlines()
 
 
-def test_quotes_group_like_the_kernel(tmp_path):
+def test_quotes_group_like_the_kernel(cmdline, tmp_path):
     params, consoles, warnings = parse(
-        tmp_path, 'BOOT_IMAGE=/vmlinuz console=tty0 "console=ttyS1,115200n8" rescue.devices="LABEL=my root" '
+        cmdline, tmp_path, 'BOOT_IMAGE=/vmlinuz console=tty0 "console=ttyS1,115200n8" rescue.devices="LABEL=my root" '
                   '"rescue.keyfile=LABEL=key disk:/k e y" rescue.fsck=check\n')
     assert params == {"devices": "LABEL=my root", "keyfile": "LABEL=key disk:/k e y", "fsck": "check"}
     assert consoles == ["tty0", "ttyS1,115200n8"] and not warnings
@@ -45,22 +41,22 @@ def test_quotes_group_like_the_kernel(tmp_path):
     ("rescue.after", "rescue.after has no value"),
     ("rescue.undo=" + "u" * 2000, "is longer than 1024 characters"),
 ])
-def test_bad_values_are_named_and_ignored(tmp_path, arg, warning):
-    params, _, warnings = parse(tmp_path, f"console=ttyS0 {arg} rescue.fsck=check")
+def test_bad_values_are_named_and_ignored(cmdline, tmp_path, arg, warning):
+    params, _, warnings = parse(cmdline, tmp_path, f"console=ttyS0 {arg} rescue.fsck=check")
     assert params == {"fsck": "check"}, params
     assert len(warnings) == 1 and warning in warnings[0], warnings
     assert len(warnings[0]) < 120
 
 
-def test_shell_code_is_only_data(tmp_path):
-    params, _, warnings = parse(tmp_path, "rescue.undo=it's rescue.devices=a';reboot;',`id` "
+def test_shell_code_is_only_data(cmdline, tmp_path):
+    params, _, warnings = parse(cmdline, tmp_path, "rescue.undo=it's rescue.devices=a';reboot;',`id` "
                                           "rescue.keyfile=x:$(touch${IFS}/tmp/x)\n")
     assert params == {"undo": "it's", "devices": "a';reboot;',`id`", "keyfile": "x:$(touch${IFS}/tmp/x)"}
     assert not warnings
 
 
-def test_garbage_and_truncation(tmp_path):
-    params, _, warnings = parse(tmp_path, b"rescue.fsck=check\x01 rescue.settle=5 \xff\xfe " + b"x" * 20000)
+def test_garbage_and_truncation(cmdline, tmp_path):
+    params, _, warnings = parse(cmdline, tmp_path, b"rescue.fsck=check\x01 rescue.settle=5 \xff\xfe " + b"x" * 20000)
     assert params == {"settle": "5"}, params
     assert any("holds control characters" in w for w in warnings), warnings
 
@@ -70,9 +66,9 @@ def net(tmp_path):
     return {p.name: p.read_text().splitlines() for p in folder.iterdir()}
 
 
-def test_network_parameters_are_normalised(tmp_path):
+def test_network_parameters_are_normalised(cmdline, tmp_path):
     _, _, warnings = parse(
-        tmp_path, "ip=dhcp ip=eth1:dhcp6 ip=52-54-00-AA-bb-cc:on "
+        cmdline, tmp_path, "ip=dhcp ip=eth1:dhcp6 ip=52-54-00-AA-bb-cc:on "
                   "ip=10.1.2.3::10.1.2.1:255.255.255.0:web1:52:54:00:12:34:56:none:10.1.2.53 "
                   "ip=10.0.0.2:::24::eth0.5:off ip=off nameserver=1.1.1.1 nameserver=2001:db8::53 "
                   "vlan=eth0.5:eth0 vlan=vlan0007:bond0 ifname=lan0:52:54:00:AA:bb:cc "
@@ -112,23 +108,27 @@ def test_network_parameters_are_normalised(tmp_path):
     ("rescue.report=http://collector", "has no /PATH after its host"),
     ("rescue.report=http://a/b`id`", "holds spaces, quotes or control characters"),
 ])
-def test_bad_network_values_are_named_and_ignored(tmp_path, arg, warning):
-    params, _, warnings = parse(tmp_path, f"{arg} rescue.fsck=check")
+def test_bad_network_values_are_named_and_ignored(cmdline, tmp_path, arg, warning):
+    params, _, warnings = parse(cmdline, tmp_path, f"{arg} rescue.fsck=check")
     assert params == {"fsck": "check"}, params
     assert not any(net(tmp_path).values())
     assert len(warnings) == 1 and warning in warnings[0], warnings
 
 
-def test_repeated_values_are_bounded(tmp_path):
+def test_repeated_values_are_bounded(cmdline, tmp_path):
     pub = ("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEkFJ7nK3Z4z9Dd3Jqj8kzYdgCZ/4o3panB55BX3DZlj k")
-    params, _, warnings = parse(tmp_path, " ".join([f'"rescue.ssh_key={pub}{i}"' for i in range(20)] +
+    params, _, warnings = parse(cmdline, tmp_path, " ".join([f'"rescue.ssh_key={pub}{i}"' for i in range(20)] +
                                           [f"nameserver=10.0.0.{i}" for i in range(20)]))
     assert params["ssh_key"].splitlines() == [f"{pub}{i}" for i in range(16)]
     assert len(net(tmp_path)["nameserver"]) == 16
     assert len(warnings) == 8 and all("is one too many (at most 16)" in w for w in warnings), warnings
 
 
-AUTHKEYS = os.path.join(OUT, "build", "src", "host", "authkeys")
+
+@pytest.fixture(scope="module", params=SRC_BUILDS)
+def authkeys(request):
+    return src_program("authkeys", request.param)
+
 
 
 @pytest.mark.parametrize("text,status,kept,said", [
@@ -138,10 +138,8 @@ AUTHKEYS = os.path.join(OUT, "build", "src", "host", "authkeys")
     (b"ssh-ed25519 AAAA\x00", 1, 0, "is not text"),
     (b"hello\n", 1, 0, "holds no usable public key"),
 ])
-def test_authorized_keys_from_a_url_are_checked(text, status, kept, said):
-    r = host(["make", "--no-print-directory", "-C", TOP, AUTHKEYS])
-    assert r.returncode == 0, r.stderr
-    r = host([AUTHKEYS, "http://10.0.2.2/keys"], input=text.decode("latin-1"))
+def test_authorized_keys_from_a_url_are_checked(authkeys, text, status, kept, said):
+    r = host([*authkeys, "http://10.0.2.2/keys"], input=text.decode("latin-1"))
     assert r.returncode == status and len(r.stdout.splitlines()) == kept, (r.stdout, r.stderr)
     assert said in r.stderr
 
@@ -149,11 +147,11 @@ def test_authorized_keys_from_a_url_are_checked(text, status, kept, said):
 PIN = "9F86D081884C7D659A2FEAA0C55AD015A3BF4F1B2B0B822CD15D6C15B0F00A08"
 
 
-def test_key_urls_carry_a_pin(tmp_path):
+def test_key_urls_carry_a_pin(cmdline, tmp_path):
     """A key URL with its file's sha256 is taken as given; the flag that
     takes one without a pin is a parameter of its own."""
     url = f"http://10.0.2.2:8080/keys#sha256={PIN}"
-    params, _, warnings = parse(tmp_path, f"rescue.ssh_key={url} rescue.ssh_key=http://[fd00::1]/k "
+    params, _, warnings = parse(cmdline, tmp_path, f"rescue.ssh_key={url} rescue.ssh_key=http://[fd00::1]/k "
                                           "rescue.ssh_key_insecure=1")
     assert not warnings
     assert params == {"ssh_key": f"{url}\nhttp://[fd00::1]/k\n", "ssh_key_insecure": "1"}
@@ -169,8 +167,8 @@ def test_key_urls_carry_a_pin(tmp_path):
     (f"rescue.ssh_key=https://h/keys#sha256={PIN}", "is not an http:// URL"),
     ("rescue.ssh_key_insecure=yes", "rescue.ssh_key_insecure=yes is not one of the accepted values"),
 ])
-def test_bad_key_pins_are_named_and_ignored(tmp_path, arg, warning):
-    params, _, warnings = parse(tmp_path, f"{arg} rescue.fsck=check")
+def test_bad_key_pins_are_named_and_ignored(cmdline, tmp_path, arg, warning):
+    params, _, warnings = parse(cmdline, tmp_path, f"{arg} rescue.fsck=check")
     assert params == {"fsck": "check"}, params
     assert len(warnings) == 1 and warning in warnings[0], warnings
 
@@ -182,22 +180,20 @@ def test_bad_key_pins_are_named_and_ignored(tmp_path, arg, warning):
     ("http://10.0.2.2/a b", 1, "", "holds spaces, quotes or control characters"),
     ("ssh-ed25519 AAAA", 1, "", "is not an http:// URL"),
 ])
-def test_authkeys_splits_a_key_url_from_its_pin(value, status, out, said):
-    r = host(["make", "--no-print-directory", "-C", TOP, AUTHKEYS])
-    assert r.returncode == 0, r.stderr
-    r = host([AUTHKEYS, "--url", value])
+def test_authkeys_splits_a_key_url_from_its_pin(authkeys, value, status, out, said):
+    r = host([*authkeys, "--url", value])
     assert (r.returncode, r.stdout) == (status, out), (r.stdout, r.stderr)
     assert said in r.stderr and (not said or len(r.stderr.splitlines()) == 1), r.stderr
 
 
-def stick_pass(tmp_path, kernel, stick_text):
+def stick_pass(cmdline, tmp_path, kernel, stick_text):
     """The kernel's line KERNEL, then the stick's cmdline file STICK_TEXT over
     it; returns (params, net, taken, warnings of the stick's pass)."""
     out = tmp_path / "out"
     (tmp_path / "kernel").write_text(kernel)
     (tmp_path / "stick").write_bytes(stick_text.encode() if isinstance(stick_text, str) else stick_text)
-    assert host([CMDLINE, "--dir", str(out), str(tmp_path / "kernel")]).returncode == 0
-    r = host([CMDLINE, "--dir", str(out), "--stick", str(tmp_path / "stick")])
+    assert host([*cmdline, "--dir", str(out), str(tmp_path / "kernel")]).returncode == 0
+    r = host([*cmdline, "--dir", str(out), "--stick", str(tmp_path / "stick")])
     assert r.returncode == 0 and "ERROR" not in r.stderr, r.stderr
     params = {p.name: p.read_text() for p in (out / "param").iterdir()}
     net = {p.name: p.read_text() for p in (out / "net").iterdir()}
@@ -205,9 +201,9 @@ def stick_pass(tmp_path, kernel, stick_text):
     return params, net, taken, r.stderr.splitlines()
 
 
-def test_stick_cmdline_adds_to_the_kernels_and_never_overrides(tmp_path):
+def test_stick_cmdline_adds_to_the_kernels_and_never_overrides(cmdline, tmp_path):
     params, net, taken, warnings = stick_pass(
-        tmp_path, "console=ttyS0 rescue.after=shell ip=dhcp",
+        cmdline, tmp_path, "console=ttyS0 rescue.after=shell ip=dhcp",
         "# a comment rescue.fsck=repair\r\nrescue.after=poweroff rescue.fsck=check\r\n"
         "  # indented comment\r\nip=10.0.0.5::10.0.0.1:255.255.255.0::eth0:off nameserver=10.0.0.53\r\n")
     assert params == {"after": "shell", "fsck": "check"}, params
@@ -224,8 +220,8 @@ def test_stick_cmdline_adds_to_the_kernels_and_never_overrides(tmp_path):
     ("BOOTIF=01-52-54-00-12-34-56 rescue.fsck=check", "the stick's cmdline may not set BOOTIF; left out"),
     ("rescue.after=$(reboot) rescue.fsck=check", "rescue.after=$(reboot) is not one of the accepted values"),
 ])
-def test_stick_cmdline_takes_only_documented_parameters(tmp_path, text, warning):
-    params, _, taken, warnings = stick_pass(tmp_path, "console=ttyS0", text)
+def test_stick_cmdline_takes_only_documented_parameters(cmdline, tmp_path, text, warning):
+    params, _, taken, warnings = stick_pass(cmdline, tmp_path, "console=ttyS0", text)
     assert params == {"fsck": "check"} and taken == ["rescue.fsck"], (params, taken)
     assert len(warnings) == 1 and warning in warnings[0], warnings
 
@@ -234,7 +230,7 @@ def test_stick_cmdline_takes_only_documented_parameters(tmp_path, text, warning)
     ("rescue.fsck=check " + "x" * 9000, "larger than 8192 bytes; none of it is taken"),
     (b"rescue.fsck=check\0rescue.after=poweroff", "not text (it holds NUL bytes); none of it is taken"),
 ])
-def test_stick_cmdline_too_large_or_binary_gives_nothing(tmp_path, text, warning):
-    params, _, taken, warnings = stick_pass(tmp_path, "console=ttyS0", text)
+def test_stick_cmdline_too_large_or_binary_gives_nothing(cmdline, tmp_path, text, warning):
+    params, _, taken, warnings = stick_pass(cmdline, tmp_path, "console=ttyS0", text)
     assert params == {} and taken == [], params
     assert len(warnings) == 1 and warning in warnings[0], warnings

@@ -1,4 +1,5 @@
-"""extscan on crafted images (host build with ASan/UBSan), and in the booted image."""
+"""extscan on crafted images (the host build with ASan/UBSan, and the image's
+arm64 build), and in the booted image."""
 import json
 import os
 import subprocess
@@ -6,19 +7,16 @@ import subprocess
 import pytest
 
 from disks import make_fs, sha256_file
-from harness import OUT, TOP, host
-
-EXTSCAN = os.path.join(OUT, "build", "src", "host", "extscan")
+from harness import OUT, SRC_BUILDS, host, src_program
 
 
-@pytest.fixture(scope="module", autouse=True)
-def built():
-    r = host(["make", "--no-print-directory", "-C", TOP, EXTSCAN])
-    assert r.returncode == 0, r.stderr
+@pytest.fixture(scope="module", params=SRC_BUILDS)
+def extscan(request):
+    return src_program("extscan", request.param)
 
 
-def scan(*paths):
-    r = host([EXTSCAN, "--json"] + [str(p) for p in paths])
+def scan(extscan, *paths):
+    r = host([*extscan, "--json"] + [str(p) for p in paths])
     assert r.returncode == 0 and not r.stderr, r.stderr
     return json.loads(r.stdout)
 
@@ -38,8 +36,8 @@ def image(tmp_path, name, fstype="ext4", options=(), size="16M"):
     ("ext2", [], "ext2"), ("ext3", [], "ext3"), ("ext3", ["-O", "extents"], "ext3+extents"),
     ("ext4", [], "ext4"), ("ext4", ["-O", "^has_journal"], "ext4"), ("ext4", ["-O", "journal_dev"], "journal"),
 ])
-def test_kind(tmp_path, fstype, options, kind):
-    v = scan(image(tmp_path, "k", fstype, options))[0]
+def test_kind(extscan, tmp_path, fstype, options, kind):
+    v = scan(extscan, image(tmp_path, "k", fstype, options))[0]
     assert v["kind"] == kind, v
     if kind != "journal":
         assert v["kernel_mount"] == "rw" and v["e2fsck"] == "yes" and v["label"] == "k"
@@ -52,35 +50,35 @@ def test_kind(tmp_path, fstype, options, kind):
     (("feature needs_recovery",), "journal needs recovery"),
     (("ssv last_orphan 12",), "orphans present"),
 ])
-def test_state(tmp_path, cmds, state):
+def test_state(extscan, tmp_path, cmds, state):
     img = image(tmp_path, "s")
     debugfs(img, *cmds)
-    assert scan(img)[0]["state"] == state
+    assert scan(extscan, img)[0]["state"] == state
 
 
-def test_unknown_features(tmp_path):
+def test_unknown_features(extscan, tmp_path):
     inc = image(tmp_path, "incompat")
     debugfs(inc, "ssv feature_incompat 0x80000242")
     ro = image(tmp_path, "rocompat")
     debugfs(ro, "ssv feature_ro_compat 0x40000001")
-    a, b = scan(inc, ro)
+    a, b = scan(extscan, inc, ro)
     assert a["kernel_mount"] == "no" and a["kernel_blocker"] == "unknown feature 0x80000000 (incompat)", a
     assert a["e2fsck"] == "no" and a["kernel_needs_newer"] is True
     assert b["kernel_mount"] == "ro" and b["kernel_blocker"] == "unknown feature 0x40000000 (ro_compat)", b
-    out = host([EXTSCAN, str(inc)]).stdout
+    out = host([*extscan, str(inc)]).stdout
     # The table wraps at 80 columns.
     assert ("this medium cannot mount it (needs a newer kernel): unknown feature 0x80000000 (incompat)"
             in " ".join(out.split())), out
 
 
-def test_feature_names_with_v(tmp_path):
+def test_feature_names_with_v(extscan, tmp_path):
     img = image(tmp_path, "v", options=["-O", "inline_data,casefold,project,quota"], size="32M")
-    out = host([EXTSCAN, "-v", str(img)]).stdout
+    out = host([*extscan, "-v", str(img)]).stdout
     for f in ("inline_data", "casefold", "project", "quota", "metadata_csum", "extent"):
         assert f in out.split("features:")[1], out
 
 
-def test_bad_input_is_reported_not_fatal(tmp_path):
+def test_bad_input_is_reported_not_fatal(extscan, tmp_path):
     tiny = tmp_path / "tiny"
     tiny.write_bytes(b"x" * 100)
     garbage = tmp_path / "garbage"
@@ -93,7 +91,7 @@ def test_bad_input_is_reported_not_fatal(tmp_path):
     with open(counts, "r+b") as f:
         f.seek(1024 + 0x10)
         f.write(b"\xff\xff\xff\xff")
-    res = scan(tiny, garbage, counts, tmp_path / "missing")
+    res = scan(extscan, tiny, garbage, counts, tmp_path / "missing")
     assert [("error" in v) for v in res] == [True] * 4, res
     assert "no ext2/3/4" in res[0]["error"]
     assert "absurd block size" in res[1]["error"]
@@ -101,15 +99,15 @@ def test_bad_input_is_reported_not_fatal(tmp_path):
     assert "cannot open" in res[3]["error"]
 
 
-def test_damaged_primary_uses_backup(tmp_path):
+def test_damaged_primary_uses_backup(extscan, tmp_path):
     img = image(tmp_path, "backup", size="64M")
     with open(img, "r+b") as f:
         f.seek(1024)
         f.write(b"\0" * 1024)
-    v = scan(img)[0]
+    v = scan(extscan, img)[0]
     assert v["backup_superblock"] == 8193 and v["label"] == "backup", v
     assert v["state"].startswith("primary superblock damaged (backup at block 8193)"), v
-    assert host([EXTSCAN, "--devices", str(img)]).stdout.strip() == f"{img}\tfs\t8193\t1024"
+    assert host([*extscan, "--devices", str(img)]).stdout.strip() == f"{img}\tfs\t8193\t1024"
 
 
 def test_boot_reports_and_writes_nothing(guest, tmp_path):
@@ -256,32 +254,32 @@ def mbr(img):
     (lambda i: (imsm(i), mbr(i)), "md member", "Intel IMSM"),
     (lambda i: (ddf(i), mbr(i)), "md member", "DDF"),
 ])
-def test_members_are_not_volumes(tmp_path, make, member, what):
+def test_members_are_not_volumes(extscan, tmp_path, make, member, what):
     img = image(tmp_path, "leg", size="64M", options=["-b", "4096"])
     make(str(img))
-    v = scan(img)[0]
+    v = scan(extscan, img)[0]
     assert v["kind"] == "member" and v["member"] == member and what in v["member_of"], v
     assert "kernel_mount" not in v and v["ext_superblock"] is True, v
-    dev, verdict, reason = host([EXTSCAN, "--devices", str(img)]).stdout.rstrip("\n").split("\t")
+    dev, verdict, reason = host([*extscan, "--devices", str(img)]).stdout.rstrip("\n").split("\t")
     assert verdict == "skip" and what in reason, reason
-    assert host([EXTSCAN, "--member", str(img)]).returncode == 0
+    assert host([*extscan, "--member", str(img)]).returncode == 0
 
 
-def test_backup_superblock_needs_a_layout(tmp_path):
+def test_backup_superblock_needs_a_layout(extscan, tmp_path):
     """A GPT written over an old whole-disk ext4 wipes its primary superblock
     but leaves the backups: that disk is partitioned, not a damaged volume."""
     img = image(tmp_path, "oldfs", size="64M")
     put(str(img), 512, b"EFI PART" + bytes(17408 - 520))
-    v = scan(img)[0]
+    v = scan(extscan, img)[0]
     assert v["member"] == "partitioned" and "GPT" in v["member_of"] and not v["ext_superblock"], v
-    assert host([EXTSCAN, "--devices", str(img)]).stdout.split("\t")[1] == "skip"
+    assert host([*extscan, "--devices", str(img)]).stdout.split("\t")[1] == "skip"
     # No partition table, RAID or LVM: the backup still identifies the volume.
     plain = image(tmp_path, "plain", size="64M")
     put(str(plain), 1024, bytes(1024))
-    assert scan(plain)[0]["backup_superblock"] == 8193
+    assert scan(extscan, plain)[0]["backup_superblock"] == 8193
 
 
-def test_md090_of_the_last_partition_is_not_the_disks(tmp_path):
+def test_md090_of_the_last_partition_is_not_the_disks(extscan, tmp_path):
     """The last partition of a disk may hold its 0.90 superblock where the
     whole disk's would be; the disk's partition table then reaches past the
     member's data, so the disk reads as partitioned (use the partitions)."""
@@ -290,12 +288,12 @@ def test_md090_of_the_last_partition_is_not_the_disks(tmp_path):
     put(str(img), 446, bytes([0, 0, 0, 0, 0x83, 0, 0, 0]) + (2048).to_bytes(4, "little") + sectors.to_bytes(4, "little"))
     put(str(img), 510, b"\x55\xaa")
     md090(str(img), (sectors * 512 & ~65535) // 1024 - 64)
-    assert scan(img)[0]["member"] == "partitioned"
+    assert scan(extscan, img)[0]["member"] == "partitioned"
     # The same superblock on a whole-disk leg: the array's table ends
     # within the array's data.
     md090(str(img), (os.path.getsize(img) & ~65535) // 1024 - 64)
     put(str(img), 446 + 12, (sectors - 4096).to_bytes(4, "little"))
-    assert scan(img)[0]["member"] == "md member"
+    assert scan(extscan, img)[0]["member"] == "md member"
 
 
 def over_old_ext(tmp_path, name, mkfs):
@@ -308,29 +306,29 @@ def over_old_ext(tmp_path, name, mkfs):
 @pytest.mark.parametrize("name,mkfs", [
     ("xfs", ["mkfs.xfs", "-q", "-f"]), ("btrfs", ["mkfs.btrfs", "-q", "-f"]), ("swap", ["mkswap"]),
 ])
-def test_other_filesystem_over_old_ext_is_not_ext(tmp_path, name, mkfs):
+def test_other_filesystem_over_old_ext_is_not_ext(extscan, tmp_path, name, mkfs):
     """mkfs.xfs, mkfs.btrfs and mkswap wipe the ext magic and leave the
     backups: a backup must not stand in where another signature claims the
     device, or a repair from it would wipe that filesystem."""
     img = over_old_ext(tmp_path, name, mkfs)
-    v = scan(img)[0]
+    v = scan(extscan, img)[0]
     assert v["member"] == "not ext" and v["verdict"] == "left alone", v
     assert v["member_of"] == f"another filesystem ({name}) over old ext traces (a backup superblock at block 32768)", v
-    dev, verdict, reason = host([EXTSCAN, "--devices", str(img)]).stdout.rstrip("\n").split("\t")
+    dev, verdict, reason = host([*extscan, "--devices", str(img)]).stdout.rstrip("\n").split("\t")
     assert verdict == "skip" and f"({name})" in reason, reason
 
 
-def test_unknown_data_over_old_ext_is_not_ext_but_blank_primary_is(tmp_path):
+def test_unknown_data_over_old_ext_is_not_ext_but_blank_primary_is(extscan, tmp_path):
     garbage = image(tmp_path, "garbage", size="64M")
     put(str(garbage), 1024, bytes(range(256)) * 4)
-    v = scan(garbage)[0]
+    v = scan(extscan, garbage)[0]
     assert v["member"] == "not ext" and "unknown data over old ext traces" in v["member_of"], v
     assert "e2fsck -b 8193 -B 1024" in v["member_of"], v
     # The ext magic with damage around it, or nothing at all: still ext.
     for name, data in (("magic", b"\xff" * 56 + b"\x53\xef" + b"\xff" * 966), ("zero", bytes(1024))):
         img = image(tmp_path, name, size="64M")
         put(str(img), 1024, data)
-        assert scan(img)[0]["backup_superblock"] == 8193, name
+        assert scan(extscan, img)[0]["backup_superblock"] == 8193, name
 
 
 def test_second_path_and_udev_names(guest, tmp_path):

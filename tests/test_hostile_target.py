@@ -3,7 +3,8 @@ writes its fstab without following a name it planted (fstab.new as a symlink
 to another disk), fstab fields and mount points with a space are decoded and
 used whole (mounted, unmounted, found mounted read-write), and a disk that
 never answers a read does not stop rescue-assemble. inroot --replace, which
-does every write into the target, is checked on the host too."""
+does every write into the target, is checked on the host too (its host build and its
+arm64 build)."""
 import os
 import re
 import stat
@@ -13,20 +14,16 @@ import time
 import pytest
 
 from disks import blank, cat, fsck_clean, make_fs, sha256_file
-from harness import OUT, TOP, boot_with_disks, host, scaled
-
-INROOT = os.path.join(OUT, "build", "src", "host", "inroot")
+from harness import SRC_BUILDS, boot_with_disks, host, scaled, src_program
 
 
-@pytest.fixture
-def inroot():
-    r = host(["make", "--no-print-directory", "-C", TOP, INROOT])
-    assert r.returncode == 0, r.stderr
-    return INROOT
+@pytest.fixture(scope="module", params=SRC_BUILDS)
+def inroot(request):
+    return src_program("inroot", request.param)
 
 
 def replace(inroot, root, path, data, *suffix):
-    return subprocess.run([inroot, "--replace", str(root), path, *suffix], input=data,
+    return subprocess.run([*inroot, "--replace", str(root), path, *suffix], input=data,
                           capture_output=True, text=True)
 
 

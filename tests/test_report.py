@@ -1,21 +1,19 @@
-"""The report's JSON (host build with ASan/UBSan, against a made-up /proc,
-/sys and /run): valid whatever the strings hold, key material removed from
-the command line, the fsck records and their undo commands as documented."""
+"""The report's JSON (the host build with ASan/UBSan, and the image's arm64
+build, against a made-up /proc, /sys and /run): valid whatever the strings
+hold, key material removed from the command line, the fsck records and
+their undo commands as documented."""
 import json
-import os
 
 import pytest
 
-from harness import OUT, TOP, host
+from harness import SRC_BUILDS, host, src_program
 
-REPORT = os.path.join(OUT, "build", "src", "host", "report")
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEkFJ7nK3Z4z9Dd3Jqj8kzYdgCZ/4o3panB55BX3DZlj admin@x"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def built():
-    r = host(["make", "--no-print-directory", "-C", TOP, REPORT])
-    assert r.returncode == 0, r.stderr
+@pytest.fixture(scope="module", params=SRC_BUILDS)
+def report(request):
+    return src_program("report", request.param)
 
 
 def write(root, path, text):
@@ -24,7 +22,7 @@ def write(root, path, text):
     full.write_bytes(text if isinstance(text, bytes) else text.encode())
 
 
-def test_report_is_valid_json_without_key_material(tmp_path):
+def test_report_is_valid_json_without_key_material(report, tmp_path):
     root = tmp_path
     write(root, "/etc/os-release", 'NAME=extrescue\nVERSION_ID=1.2-3\n')
     write(root, "/proc/cmdline", f'console=ttyS0 "rescue.ssh_key={KEY}" rescue.keyfile=LABEL=k:/key '
@@ -49,7 +47,7 @@ def test_report_is_valid_json_without_key_material(tmp_path):
           "check\t/dev/\xff\"x\t4\t1\t-\terrors found\n".encode("latin-1"))
     write(root, "/run/extrescue/ssh/fingerprints", "ED25519 SHA256:abc\nECDSA SHA256:def\n")
     write(root, "/run/extrescue/errors", b"ip=1.2.3.4 has no valid netmask\n\x07bell\n")
-    r = host([REPORT, "--root", str(root)])
+    r = host([*report, "--root", str(root)])
     assert r.returncode == 0 and not r.stderr, r.stderr
     doc = json.loads(r.stdout)
     assert doc["schema"] == 1 and doc["extrescue"] == "1.2-3" and doc["uptime_seconds"] == 42
@@ -73,13 +71,13 @@ def test_report_is_valid_json_without_key_material(tmp_path):
     assert doc["ssh_host_keys"] == ["ED25519 SHA256:abc", "ECDSA SHA256:def"]
 
 
-def test_report_of_an_empty_system(tmp_path):
-    r = host([REPORT, "--root", str(tmp_path)])
+def test_report_of_an_empty_system(report, tmp_path):
+    r = host([*report, "--root", str(tmp_path)])
     doc = json.loads(r.stdout)
     assert doc["extscan"] is None and doc["fsck"] == [] and doc["machine"]["interfaces"] == []
 
 
-def test_many_secrets_on_the_command_line(tmp_path):
+def test_many_secrets_on_the_command_line(report, tmp_path):
     """Issue 32: each short secret grows when redacted ("key=a" is 5 bytes,
     "key=<removed>" 13); 64 of them overflowed the buffer sized from the
     input. The report must stay whole, bounded and free of the values."""
@@ -87,7 +85,7 @@ def test_many_secrets_on_the_command_line(tmp_path):
     words = [f"key={v}" for v in values]
     line = " ".join(["console=ttyS0"] + words[:32] + ["luks.pass=hunter2", "rescue.fsck=check"] + words[32:])
     write(tmp_path, "/proc/cmdline", line + "\n")
-    r = host([REPORT, "--root", str(tmp_path)])
+    r = host([*report, "--root", str(tmp_path)])
     assert r.returncode == 0 and not r.stderr, r.stderr[-2000:]
     doc = json.loads(r.stdout)
     shown = doc["cmdline"].split(" ")
@@ -96,21 +94,21 @@ def test_many_secrets_on_the_command_line(tmp_path):
     assert "hunter2" not in r.stdout and "Q9" not in r.stdout
 
 
-def test_secret_names_are_found_in_long_parameter_names(tmp_path):
+def test_secret_names_are_found_in_long_parameter_names(report, tmp_path):
     """A secret's name is looked for in the whole parameter name, not only its first 63 bytes."""
     write(tmp_path, "/proc/cmdline", "x" * 100 + "_key=s3cr3tvalue " + "y" * 5000 + "=1 token=t0k3nvalue\n")
-    r = host([REPORT, "--root", str(tmp_path)])
+    r = host([*report, "--root", str(tmp_path)])
     assert r.returncode == 0 and not r.stderr, r.stderr[-2000:]
     doc = json.loads(r.stdout)
     assert doc["cmdline"].startswith("x" * 100 + "_key=<removed> yyy") and len(doc["cmdline"]) == 4096
     assert "s3cr3tvalue" not in r.stdout and "t0k3nvalue" not in r.stdout
 
 
-def test_fsck_status_is_a_json_number(tmp_path):
+def test_fsck_status_is_a_json_number(report, tmp_path):
     """Found by fuzz-report: a status with leading zeros was copied as it was, and JSON has no 007."""
     write(tmp_path, "/run/extrescue/fsck.results", "repair\t/dev/vda\t007\t1\t-\tok\n"
                                                    "check\t/dev/vdb\t0\t1\t-\tclean\n"
                                                    "check\t/dev/vdc\t" + "9" * 30 + "\t1\t-\tx\n")
-    r = host([REPORT, "--root", str(tmp_path)])
+    r = host([*report, "--root", str(tmp_path)])
     assert r.returncode == 0 and not r.stderr, r.stderr
     assert [f["status"] for f in json.loads(r.stdout)["fsck"]] == [7, 0, None]

@@ -38,6 +38,8 @@ endef
 LINUX_RECIPE_EXTRA = $(LINUX_MERGE_CONFIG_CMDS)
 $(LINUX_OBJ)/.config: $(STAMPS)/linux-patched $(LINUX_DEPENDENCIES) $(STAMPS)/linux-recipe
 	$(LINUX_MERGE_CONFIG_CMDS)
+.PHONY: linux-config
+linux-config: $(LINUX_OBJ)/.config ## merge the kernel's fragments and check that every requested option survived
 
 # What the rest of the build takes from the kernel's build folder, and what
 # made it: with those in the build cache (scripts/build-cache), a fresh
