@@ -120,10 +120,11 @@ CACHED = {**server.CACHED_SERVERS, **{f: b.cache_name for f, b in server_breaks.
 # Module fixtures a worker can make for itself do not hold a module together:
 # the built servers come from the image cache under a lock
 # (tests/image_cache.py), so a worker that needs one uses another's;
-# "built" runs make for a host tool make test built already; "golden" is one
-# mke2fs on the host.
+# the program fixtures of the unit tests run make for a build of ours that
+# make test built already (harness.src_program, under a lock); "golden" is
+# one mke2fs on the host.
 CHEAP_SHARED = {"tmp_path_factory", "_drop_module_folders", "worker_id", "testrun_uid",
-                "built", "golden"} | set(CACHED)
+                "extscan", "cmdline", "authkeys", "report", "inroot", "golden"} | set(CACHED)
 # A server not in the cache yet holds its tests together instead: spread,
 # every worker would start on it, one building for minutes, the others
 # waiting on the cache's lock with their cores unused. Seconds a build adds to

@@ -4,6 +4,7 @@ Every guest writes its whole serial log under out/<arch>/test-logs/; the log of 
 passing test is removed, the log of a failing one stays. Timeouts are scaled
 by EXTRESCUE_TIMEOUT_SCALE, the one knob for slow machines.
 """
+import fcntl
 import glob
 import os
 import re
@@ -345,6 +346,7 @@ IMAGE_PATHS = {"extscan": "sbin/extscan", "cmdline": "sbin/cmdline", "iobench": 
 def src_program(name, build):
     """The command (a list) that runs our program NAME of BUILD (one of
     SRC_BUILDS), made first."""
+    out = OUT if build == "host" else ARM64_OUT
     if build == "host":
         path = os.path.join(OUT, "build", "src", "host", name)
         args, argv = [path], [path]
@@ -352,6 +354,12 @@ def src_program(name, build):
         path = os.path.join(ARM64_OUT, "build", "src-root", IMAGE_PATHS[name])
         args, argv = ["EXTRESCUE_ARCH=arm64", f"OUT={ARM64_OUT}", path], [QEMU_AARCH64, path]
         assert os.access(QEMU_AARCH64, os.X_OK), f"no {QEMU_AARCH64}; make test unpacks it (make {OUT}/stamps/qemu-user)"
-    r = host(["make", "--no-print-directory", "-C", TOP, *args])
+    # One make at a time per build tree: two workers making the same program
+    # at once (a plain pytest -n, before make test built it) would run a
+    # half-written binary.
+    os.makedirs(os.path.join(out, "build"), exist_ok=True)
+    with open(os.path.join(out, "build", ".src-program.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        r = host(["make", "--no-print-directory", "-C", TOP, *args])
     assert r.returncode == 0, f"building {name} for {build}: {r.stderr[-2000:]}"
     return argv
