@@ -162,11 +162,11 @@ $(shell awk '!/^\#/ && NF' $(LOCK) | while read -r n rest; do \
 # the first time after they are installed, so the next make finds the same.
 # A cross build adds the target's compilers, binutils, glibc and libstdc++,
 # and the musl pin its C programs link.
-HOST_TOOLCHAIN = $(shell gcc --version | head -n 1; ld --version | head -n 1; \
+HOST_TOOLCHAIN = $(strip $(shell gcc --version | head -n 1; ld --version | head -n 1; \
 	$(if $(TARGET_CROSS),$(TARGET_CROSS)gcc --version | head -n 1; $(TARGET_CROSS)ld --version | head -n 1;) \
 	dpkg-query -W -f='$${Package} $${Version}\n' musl-tools libc6-dev uuid-dev libpopt-dev 'libstdc++-*-dev' \
 	$(if $(TARGET_CROSS),'libc6-dev-$(DEBIAN_ARCH)-cross' 'libstdc++-*-dev-$(DEBIAN_ARCH)-cross') 2>/dev/null) \
-	$(if $(TARGET_CROSS),musl-dev $(call pin,musl-dev,5))
+	$(if $(TARGET_CROSS),musl-dev $(call pin,musl-dev,5)))
 ifneq ($(wildcard $(STAMPS)/host-deps),)
 $(call write_if_changed,$(STAMPS)/host-toolchain,$(HOST_TOOLCHAIN))
 endif

@@ -24,7 +24,7 @@ TEST_HOST_TOOLS := $(addprefix $(SRC_OBJ)/host/,extscan cmdline authkeys report 
 # its own tree (out/arm64) by a make of that architecture, under Debian 13's
 # qemu-aarch64 (static; unpacked from its pin, for the tests only).
 .PHONY: test-arm64-programs
-test-arm64-programs:
+test-arm64-programs: | $(STAMPS)/host-deps
 	+$(Q)$(MAKE) --no-print-directory EXTRESCUE_ARCH=arm64 OUT=$(dir $(OUT))arm64 src-programs
 QEMU_USER := $(BUILD)/qemu-user
 $(STAMPS)/qemu-user: $(call pin_stamp,qemu-user) | $(STAMPS)/host-deps $(BUILD)
