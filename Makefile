@@ -9,7 +9,16 @@ SHELL := /bin/bash
 TOP := $(CURDIR)
 # The target: arch/$(EXTRESCUE_ARCH).mk says what differs between
 # architectures; each builds into a folder of its own, out/ARCH/.
+# make ARCH=NAME (or EXTRESCUE_ARCH=NAME) builds that one; a plain make
+# builds x86_64 in this make and the others (OTHER_ARCHES) by a make each.
+ifneq ($(ARCH),)
+EXTRESCUE_ARCH := $(ARCH)
+endif
+# ARCH means something else to the kernel's and other components' makes.
+MAKEOVERRIDES := $(filter-out ARCH=%,$(MAKEOVERRIDES))
+unexport ARCH
 EXTRESCUE_ARCH ?= x86_64
+OTHER_ARCHES := $(if $(ARCH)$(filter-out file,$(origin EXTRESCUE_ARCH)),,arm64)
 comma := ,
 empty :=
 space := $(empty) $(empty)
@@ -21,6 +30,9 @@ endef
 Q = $(if $(RECIPE_TEXT),@,$(if $(filter 1,$(V)),,@))
 export V
 OUT ?= $(TOP)/out/$(EXTRESCUE_ARCH)
+# Where another architecture's make builds: out/NAME beside out/x86_64, or
+# beside a given OUT as OUT-NAME (never a folder OUT's own name does not hold).
+arch_out = $(if $(filter $(TOP)/out/$(EXTRESCUE_ARCH),$(OUT)),$(TOP)/out/$(1),$(OUT)-$(1))
 BUILD := $(OUT)/build
 STAMPS := $(OUT)/stamps
 EXTRESCUE_CACHE ?= $(HOME)/.cache/extrescue
@@ -197,7 +209,13 @@ include mk/test.mk
 include mk/stamps-commit.mk
 
 .PHONY: all
-all: $(OUT)/SHA256SUMS ## build the ISO, the netboot folder and tar, SHA256SUMS and manifest (the default)
+all: $(OUT)/SHA256SUMS $(addprefix all-,$(OTHER_ARCHES)) ## build both architectures' ISOs, netboot folders and tars, SHA256SUMS and manifests (ARCH=x86_64 or ARCH=arm64: one)
+
+# Another architecture's build: its own make, its own tree (out/NAME), the
+# same jobserver; after this tree's host packages, so two apt-get never meet.
+.PHONY: $(addprefix all-,$(OTHER_ARCHES))
+$(addprefix all-,$(OTHER_ARCHES)): all-%: | $(STAMPS)/host-deps
+	+$(Q)$(MAKE) --no-print-directory EXTRESCUE_ARCH=$* OUT=$(call arch_out,$*) all
 
 $(OUT)/SHA256SUMS: $(ISO) $(NETBOOT_TAR) $(OUT)/write-stick
 	@cd $(OUT) && sha256sum $(notdir $(ISO)) $(notdir $(NETBOOT_TAR)) write-stick manifest > $@
@@ -237,8 +255,8 @@ check-updates: | $(STAMPS)/host-deps ## per pin: the pinned version and the newe
 
 .PHONY: clean
 clean: ## remove build outputs (keeps the download cache)
-	rm -rf "$(OUT)"
-	rm -f $(ISO_LINKS)
+	rm -rf "$(OUT)" $(foreach a,$(OTHER_ARCHES),"$(call arch_out,$(a))")
+	rm -f $(ISO_LINKS) $(foreach a,$(OTHER_ARCHES),$(TOP)/out/extrescue-*-$(a).iso)
 
 # The Secure Boot key cannot be made again: every medium signed with it
 # needs it enrolled, so distclean leaves it and says where.

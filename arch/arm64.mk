@@ -15,3 +15,10 @@ HOST_PACKAGES_ARCH := configs/host-packages-arm64
 # How the tests run its programs on the build machine: QEMU's user
 # emulation (static binaries need no other file).
 TARGET_RUN := qemu-aarch64
+# No BIOS: the ISO and the stick boot UEFI only (no isolinux, no pxelinux).
+BIOS_BOOT :=
+# Its network boot files: netboot/arm64/ of the served tree, so both
+# architectures' tars unpack side by side.
+NETBOOT_PATH := netboot/arm64
+# The UEFI boot menu's entries: PL011 (ttyAMA0) and 8250 (ttyS0) consoles.
+LOADER_ENTRIES_DIR := iso/loader/entries-arm64

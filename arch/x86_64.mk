@@ -23,3 +23,11 @@ EFI_ARCH_UPPER := X64
 HOST_PACKAGES_ARCH :=
 # How the tests run its programs on the build machine: directly.
 TARGET_RUN :=
+# BIOS boot (isolinux on CD and stick, pxelinux over the network) besides
+# UEFI: a PC's firmware may have either.
+BIOS_BOOT := yes
+# The network boot folder under out/ARCH/ and in its tar: the top of the
+# served tree (arm64's goes below it, netboot/arm64/).
+NETBOOT_PATH := netboot
+# The UEFI boot menu's entries (systemd-boot): the consoles a PC has.
+LOADER_ENTRIES_DIR := iso/loader/entries

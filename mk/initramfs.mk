@@ -4,8 +4,13 @@ INITRAMFS := $(OUT)/initramfs.cpio.zst
 INITRAMFS_GEN := $(BUILD)/initramfs-gen
 # The boot menu's entries (the ESP's too): the list is a stamp, so an entry
 # taken away redoes what carries them.
-LOADER_ENTRIES := $(sort $(wildcard iso/loader/entries/*.conf))
+LOADER_ENTRIES := $(sort $(wildcard $(LOADER_ENTRIES_DIR)/*.conf))
 $(call write_if_changed,$(STAMPS)/loader-entries,$(LOADER_ENTRIES))
+# The menu the network boot menus and the unified image's command line are
+# written from (netboot/menus): the CD's isolinux menu where there is BIOS
+# boot, else the UEFI menu's entries.
+MENU_SOURCE := $(if $(BIOS_BOOT),iso/isolinux.cfg,$(LOADER_ENTRIES_DIR))
+MENU_INPUTS := $(if $(BIOS_BOOT),iso/isolinux.cfg,iso/loader/loader.conf $(LOADER_ENTRIES) $(STAMPS)/loader-entries)
 INITRAMFS_INPUTS := initramfs/init initramfs/base.list initramfs/gen-list initramfs/modes $(LOADER_ENTRIES) $(STAMPS)/loader-entries \
 	$(shell find initramfs/rootfs -print) README.md
 # Every component's image tree, our tools, and the licence texts.
@@ -22,7 +27,7 @@ $(STAMPS)/initramfs-gen: $(INITRAMFS_INPUTS) $(foreach n,$(PACKAGES),$(call pin_
 	$(Q)cp README.md $(INITRAMFS_GEN)/usr/share/doc/extrescue/README.md
 	$(Q)mkdir -p $(INITRAMFS_GEN)/etc/extrescue
 	$(Q)date -u -d @$(SOURCE_DATE_EPOCH) +%Y-%m-%d-%H-%M-%S-00 > $(INITRAMFS_GEN)/etc/extrescue/iso-uuid
-	$(Q)for f in iso/loader/entries/*.conf; do \
+	$(Q)for f in $(LOADER_ENTRIES); do \
 	  printf '%s %s\n' "$${f##*/}" "$$(sed -n 's/^options[[:space:]]*//p' $$f)"; done > $(INITRAMFS_GEN)/etc/extrescue/boot-entries
 	$(Q)touch $@
 

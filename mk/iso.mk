@@ -6,13 +6,13 @@ BOOT_DEBS := $(BUILD)/boot-debs
 ISO_STAGE := $(BUILD)/iso-stage
 ESP_IMG := $(BUILD)/efiboot.img
 MANIFEST := $(OUT)/manifest
-ISO_INPUTS := iso/isolinux.cfg iso/loader/loader.conf $(LOADER_ENTRIES) $(STAMPS)/loader-entries \
+ISO_INPUTS := $(if $(BIOS_BOOT),iso/isolinux.cfg) iso/loader/loader.conf $(LOADER_ENTRIES) $(STAMPS)/loader-entries \
 	iso/build-esp iso/build-iso scripts/manifest scripts/licenses-index $(COMPONENTS)
 
-$(STAMPS)/boot-debs: $(foreach n,isolinux syslinux-common systemd-boot-efi,$(call pin_stamp,$(n))) | $(STAMPS)/host-deps $(BUILD)
-	$(Q)rm -rf $(BOOT_DEBS) && mkdir -p $(BOOT_DEBS)
-	$(Q)for n in isolinux syslinux-common systemd-boot-efi; do \
-	  deb=$$(scripts/fetch $$n) && dpkg-deb -x "$$deb" $(BOOT_DEBS) || exit 1; done
+# isolinux and its modules for BIOS, systemd-boot for UEFI.
+BOOT_DEB_PINS := $(if $(BIOS_BOOT),isolinux syslinux-common) systemd-boot-efi
+$(STAMPS)/boot-debs: $(foreach n,$(BOOT_DEB_PINS),$(call pin_stamp,$(n))) | $(STAMPS)/host-deps $(BUILD)
+	$(call unpack_debs,$(BOOT_DEB_PINS),$(BOOT_DEBS))
 	$(Q)touch $@
 
 ESP_STAGE := $(BUILD)/esp-stage
@@ -24,27 +24,33 @@ $(ESP_IMG): $(STAMPS)/shim-debs $(SIGNED_BOOTLOADER) $(SIGNED_UKI) $(MOK_CER) \
 	$(Q)cp $(SIGNED_BOOTLOADER) $(ESP_STAGE)/EFI/BOOT/grub$(EFI_ARCH).efi
 	$(Q)cp $(SIGNED_UKI) $(MOK_CER) $(ESP_STAGE)/EFI/extrescue/
 	$(Q)cp iso/loader/loader.conf $(ESP_STAGE)/loader/
-	$(Q)cp iso/loader/entries/*.conf $(ESP_STAGE)/loader/entries/
+	$(Q)cp $(LOADER_ENTRIES) $(ESP_STAGE)/loader/entries/
 	$(Q)iso/build-esp $@ $(ESP_STAGE)
+
+define ISOLINUX_STAGE_CMDS
+	$(Q)mkdir -p $(ISO_STAGE)/isolinux
+	$(Q)cp $(BOOT_DEBS)/usr/lib/ISOLINUX/isolinux.bin $(ISO_STAGE)/isolinux/
+	$(Q)cp $(addprefix $(BOOT_DEBS)/usr/lib/syslinux/modules/bios/,ldlinux.c32 menu.c32 libutil.c32) $(ISO_STAGE)/isolinux/
+	$(Q)sed 's/@VERSION@/$(VERSION)/' iso/isolinux.cfg > $(ISO_STAGE)/isolinux/isolinux.cfg
+endef
 
 # The ISO is also out/extrescue-VERSION-ARCH.iso, a link into out/ARCH/, so
 # out/*.iso names every architecture's image (dd and QEMU follow the link).
 ISO_LINK := $(if $(filter $(TOP)/out/$(EXTRESCUE_ARCH),$(OUT)),$(TOP)/out/$(notdir $(ISO)))
 ISO_LINKS := $(if $(ISO_LINK),$(TOP)/out/extrescue-*-$(EXTRESCUE_ARCH).iso)
 $(ISO): $(ESP_IMG) $(ISO_INPUTS)
-	$(Q)rm -rf $(ISO_STAGE) && mkdir -p $(ISO_STAGE)/isolinux $(ISO_STAGE)/boot
-	$(Q)cp $(BOOT_DEBS)/usr/lib/ISOLINUX/isolinux.bin $(ISO_STAGE)/isolinux/
-	$(Q)cp $(addprefix $(BOOT_DEBS)/usr/lib/syslinux/modules/bios/,ldlinux.c32 menu.c32 libutil.c32) $(ISO_STAGE)/isolinux/
-	$(Q)sed 's/@VERSION@/$(VERSION)/' iso/isolinux.cfg > $(ISO_STAGE)/isolinux/isolinux.cfg
+	$(Q)rm -rf $(ISO_STAGE) && mkdir -p $(ISO_STAGE)/boot
+	$(if $(BIOS_BOOT),$(ISOLINUX_STAGE_CMDS))
 	$(Q)cp $(BZIMAGE) $(ISO_STAGE)/boot/vmlinuz
 	$(Q)cp $(INITRAMFS) $(ISO_STAGE)/boot/initrd.zst
 	$(Q)cp $(ESP_IMG) $(ISO_STAGE)/boot/efiboot.img
 	$(Q)mkdir -p $(ISO_STAGE)/EFI/extrescue && cp $(MOK_CER) $(ISO_STAGE)/EFI/extrescue/
 	$(Q)scripts/licenses-index $(COMPONENTS) > $(ISO_STAGE)/LICENSES
 	$(Q)rm -f $(OUT)/extrescue-*-$(EXTRESCUE_ARCH).iso
-	$(Q)iso/build-iso $@ $(ISO_STAGE) $(BOOT_DEBS)/usr/lib/ISOLINUX/isohdpfx.bin
+	$(Q)iso/build-iso $@ $(ISO_STAGE) $(if $(BIOS_BOOT),$(BOOT_DEBS)/usr/lib/ISOLINUX/isohdpfx.bin)
 	$(Q)$(if $(ISO_LINK),rm -f $(ISO_LINKS) && ln -s $(EXTRESCUE_ARCH)/$(notdir $@) $(ISO_LINK))
-	$(Q)VERSION=$(VERSION) LINUX_CONFIG=$(LINUX_OBJ)/.config ESP_STAGE=$(ESP_STAGE) scripts/manifest $(COMPONENTS) \
+	$(Q)VERSION=$(VERSION) LINUX_CONFIG=$(LINUX_OBJ)/.config ESP_STAGE=$(ESP_STAGE) EFI_ARCH=$(EFI_ARCH) \
+	  CROSS_PACKAGES="$(CROSS_PACKAGES)" scripts/manifest $(COMPONENTS) \
 	  $(foreach p,$(PACKAGES),$(p)=$($(PKG_VAR_$(p))_SRC)) > $(MANIFEST)
 	$(Q)echo "iso: $@ ($$(stat -c %s $@) bytes)"
 

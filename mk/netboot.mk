@@ -4,8 +4,8 @@
 # on, the boot file is shimx64.efi, which fetches grubx64.efi (a link to the
 # unified image). out/extrescue-netboot-<version>.tar is that folder.
 
-NETBOOT := $(OUT)/netboot
-NETBOOT_TAR := $(OUT)/extrescue-netboot-$(VERSION).tar
+NETBOOT := $(OUT)/$(NETBOOT_PATH)
+NETBOOT_TAR := $(OUT)/extrescue-netboot-$(VERSION)$(if $(BIOS_BOOT),,-$(EXTRESCUE_ARCH)).tar
 NETBOOT_DEBS := $(BUILD)/netboot-debs
 UKI := $(NETBOOT)/extrescue.efi
 # The unified image's command line: the CD's default entry unless given
@@ -13,24 +13,29 @@ UKI := $(NETBOOT)/extrescue.efi
 # The default is read when the recipe runs: python3 may not be installed yet
 # when a fresh machine's first make reads this file.
 UKI_CMDLINE ?=
-NETBOOT_INPUTS := mk/netboot.mk iso/isolinux.cfg netboot/menus scripts/build-uki netboot/dnsmasq.conf.example \
-	scripts/licenses-index $(COMPONENTS)
+NETBOOT_INPUTS := mk/netboot.mk $(MENU_INPUTS) netboot/menus scripts/build-uki netboot/dnsmasq.conf.example \
+	scripts/licenses-index $(COMPONENTS) $(if $(BIOS_BOOT),$(STAMPS)/netboot-debs)
 
 $(STAMPS)/netboot-debs: $(call pin_stamp,pxelinux) | $(STAMPS)/host-deps $(BUILD)
-	$(Q)rm -rf $(NETBOOT_DEBS) && mkdir -p $(NETBOOT_DEBS)
-	$(Q)deb=$$(scripts/fetch pxelinux) && dpkg-deb -x "$$deb" $(NETBOOT_DEBS)
+	$(call unpack_debs,pxelinux,$(NETBOOT_DEBS))
 	$(Q)touch $@
+
+# BIOS PXE: pxelinux and lpxelinux with the CD menu's entries.
+define PXELINUX_CMDS
+	$(Q)mkdir -p $(NETBOOT)/pxelinux.cfg
+	$(Q)cp $(NETBOOT_DEBS)/usr/lib/PXELINUX/pxelinux.0 $(NETBOOT_DEBS)/usr/lib/PXELINUX/lpxelinux.0 $(NETBOOT)/
+	$(Q)cp $(addprefix $(BOOT_DEBS)/usr/lib/syslinux/modules/bios/,ldlinux.c32 menu.c32 libutil.c32) $(NETBOOT)/
+	$(Q)netboot/menus pxelinux $(MENU_SOURCE) $(VERSION) > $(NETBOOT)/pxelinux.cfg/default
+endef
 
 # Rewritten only when the command line changes, so the image is rebuilt then.
 $(call write_if_changed,$(STAMPS)/uki-cmdline,$(UKI_CMDLINE))
 
-$(NETBOOT_TAR): $(STAMPS)/netboot-debs $(STAMPS)/boot-debs $(STAMPS)/linux-built $(INITRAMFS) \
+$(NETBOOT_TAR): $(STAMPS)/boot-debs $(STAMPS)/linux-built $(INITRAMFS) \
 		$(STAMPS)/initramfs-gen $(STAMPS)/uki-cmdline $(SIGNED_UKI) $(STAMPS)/shim-debs $(NETBOOT_INPUTS)
-	$(Q)rm -rf $(NETBOOT) && mkdir -p $(NETBOOT)/pxelinux.cfg
-	$(Q)cp $(NETBOOT_DEBS)/usr/lib/PXELINUX/pxelinux.0 $(NETBOOT_DEBS)/usr/lib/PXELINUX/lpxelinux.0 $(NETBOOT)/
-	$(Q)cp $(addprefix $(BOOT_DEBS)/usr/lib/syslinux/modules/bios/,ldlinux.c32 menu.c32 libutil.c32) $(NETBOOT)/
-	$(Q)netboot/menus pxelinux iso/isolinux.cfg $(VERSION) > $(NETBOOT)/pxelinux.cfg/default
-	$(Q)netboot/menus ipxe iso/isolinux.cfg $(VERSION) > $(NETBOOT)/extrescue.ipxe
+	$(Q)rm -rf $(NETBOOT) && mkdir -p $(NETBOOT)
+	$(if $(BIOS_BOOT),$(PXELINUX_CMDS))
+	$(Q)netboot/menus ipxe $(MENU_SOURCE) $(VERSION) > $(NETBOOT)/extrescue.ipxe
 	$(Q)cp $(BZIMAGE) $(NETBOOT)/vmlinuz
 	$(Q)cp $(INITRAMFS) $(NETBOOT)/initrd.zst
 	$(Q)if [ -z '$(UKI_CMDLINE)' ]; then cp $(SIGNED_UKI) $(UKI); else \
@@ -42,16 +47,16 @@ $(NETBOOT_TAR): $(STAMPS)/netboot-debs $(STAMPS)/boot-debs $(STAMPS)/linux-built
 	$(Q)ln -s extrescue.efi $(NETBOOT)/grub$(EFI_ARCH).efi
 	$(Q)cp netboot/dnsmasq.conf.example $(NETBOOT)/
 	$(Q){ scripts/licenses-index $(COMPONENTS); \
-	   printf '%-18s %-38s %s\n' pxelinux '$(call pin,pxelinux,5)' 'GPL-2.0-or-later (pxelinux.0, lpxelinux.0)'; \
-	   echo; echo "pxelinux and syslinux-common (the .c32 modules) are Debian's binaries of syslinux;"; \
+	   $(if $(BIOS_BOOT),printf '%-18s %-38s %s\n' pxelinux '$(call pin,pxelinux,5)' 'GPL-2.0-or-later (pxelinux.0, lpxelinux.0)';) \
+	   echo; $(if $(BIOS_BOOT),echo "pxelinux and syslinux-common (the .c32 modules) are Debian's binaries of syslinux;";) \
 	   echo "extrescue.efi is systemd-boot-efi's linux$(EFI_ARCH).efi.stub with linux and the initramfs added."; \
 	   echo "shim$(EFI_ARCH).efi and mm$(EFI_ARCH).efi (MokManager) are Debian's signed binaries of shim."; \
 	 } > $(NETBOOT)/LICENSES
-	$(Q)cp $(NETBOOT_DEBS)/usr/share/doc/pxelinux/copyright $(NETBOOT)/LICENSE.pxelinux
+	$(Q)$(if $(BIOS_BOOT),cp $(NETBOOT_DEBS)/usr/share/doc/pxelinux/copyright $(NETBOOT)/LICENSE.pxelinux)
 	$(Q)find $(NETBOOT) -exec touch -h -d @$(SOURCE_DATE_EPOCH) {} +
 	$(Q)rm -f $(OUT)/extrescue-netboot-*.tar
 	$(Q)tar -C $(OUT) --sort=name --mtime=@$(SOURCE_DATE_EPOCH) --owner=0 --group=0 --numeric-owner \
-	  --mode=go+rX,u+w --format=gnu -cf $@.tmp netboot && mv $@.tmp $@
+	  --mode=go+rX,u+w --format=gnu -cf $@.tmp $(NETBOOT_PATH) && mv $@.tmp $@
 	$(Q)echo "netboot: $(NETBOOT)/ ($$(du -sb $(NETBOOT) | cut -f1) bytes), $(notdir $@)"
 
 .PHONY: netboot

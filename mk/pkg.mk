@@ -43,6 +43,11 @@
 
 PACKAGES :=
 
+# $(call unpack_debs,PINS,DIR): DIR emptied, then each pinned Debian binary
+# package (kind deb) unpacked into it as Debian built it.
+unpack_debs = $(Q)rm -rf $(2) && mkdir -p $(2) && for n in $(1); do \
+	deb=$$(scripts/fetch $$n) && dpkg-deb -x "$$deb" $(2) || exit 1; done
+
 # The kind column of a pin: src (Debian's patches apply), orig, deb, legal.
 pin_kind = $(call pin,$(1),3)
 

@@ -35,8 +35,7 @@ $(MOK_CER): $(STAMPS)/sb-key $(SB_CERT)
 	$(Q)echo "secureboot: $(notdir $@) (sha256 $$(sha256sum $@ | cut -c1-16)...) is the certificate to enroll"
 
 $(STAMPS)/shim-debs: $(call pin_stamp,shim-signed) $(call pin_stamp,shim-helpers) | $(STAMPS)/host-deps $(BUILD)
-	$(Q)rm -rf $(SHIM_DEBS) && mkdir -p $(SHIM_DEBS)
-	$(Q)for n in shim-signed shim-helpers; do deb=$$(scripts/fetch $$n) && dpkg-deb -x "$$deb" $(SHIM_DEBS) || exit 1; done
+	$(call unpack_debs,shim-signed shim-helpers,$(SHIM_DEBS))
 	$(Q)touch $@
 
 # shim starts the second stage by the name GRUB has on a Debian system.
@@ -51,10 +50,10 @@ $(SIGNED_BOOTLOADER): $(STAMPS)/boot-debs $(STAMPS)/sb-key $(SB_CERT) scripts/sb
 # entry's options, and the initramfs applies the chosen entry's (see
 # initramfs/rootfs/lib/extrescue/boot-entry).
 $(SIGNED_UKI): $(STAMPS)/boot-debs $(STAMPS)/linux-built $(INITRAMFS) $(STAMPS)/initramfs-gen $(STAMPS)/sb-key \
-		$(SB_CERT) iso/isolinux.cfg netboot/menus scripts/build-uki scripts/sb-sign
+		$(SB_CERT) $(MENU_INPUTS) netboot/menus scripts/build-uki scripts/sb-sign
 	$(Q)mkdir -p $(SB_DIR)
 	$(Q)scripts/build-uki $(SB_DIR)/extrescue.unsigned.efi $(SD_EFI)/linux$(EFI_ARCH).efi.stub $(BZIMAGE) $(INITRAMFS) \
-	  $(INITRAMFS_GEN)/etc/os-release "$$(netboot/menus cmdline iso/isolinux.cfg)"
+	  $(INITRAMFS_GEN)/etc/os-release "$$(netboot/menus cmdline $(MENU_SOURCE))"
 	$(Q)scripts/sb-sign $(SB_KEY) $(SB_CERT) $(SB_DIR)/extrescue.unsigned.efi $@
 	$(Q)rm -f $(SB_DIR)/extrescue.unsigned.efi
 
@@ -65,8 +64,7 @@ secureboot-key: $(MOK_CER) ## make (once) or check the Secure Boot key; out/x86_
 # a certificate into a copy of OVMF's variable store.
 VIRT_FIRMWARE := $(BUILD)/virt-firmware
 $(STAMPS)/virt-firmware: $(call pin_stamp,python3-virt-firmware) | $(STAMPS)/host-deps $(BUILD)
-	$(Q)rm -rf $(VIRT_FIRMWARE) && mkdir -p $(VIRT_FIRMWARE)
-	$(Q)deb=$$(scripts/fetch python3-virt-firmware) && dpkg-deb -x "$$deb" $(VIRT_FIRMWARE)
+	$(call unpack_debs,python3-virt-firmware,$(VIRT_FIRMWARE))
 	$(Q)touch $@
 .PHONY: virt-firmware
 virt-firmware: $(STAMPS)/virt-firmware ## unpack virt-fw-vars for qemu/run --mok (make test does it)

@@ -21,11 +21,11 @@ TEST_JOBS ?= $(shell n=$$(($$(nproc) + 1)); [ $$n -gt 8 ] && n=8; echo $$n)
 TEST_HOST_TOOLS := $(addprefix $(SRC_OBJ)/host/,extscan cmdline authkeys report inroot) \
 	$(SRC_OBJ)/test-fast-string $(SRC_OBJ)/test-aligned-alloc
 # The unit tests of our programs also run their arm64 build, made here in
-# its own tree (out/arm64) by a make of that architecture, under Debian 13's
+# its own tree (out/arm64, $(call arch_out,arm64)) by a make of that architecture, under Debian 13's
 # qemu-aarch64 (static; unpacked from its pin, for the tests only).
 .PHONY: test-arm64-programs
 test-arm64-programs: | $(STAMPS)/host-deps
-	+$(Q)$(MAKE) --no-print-directory EXTRESCUE_ARCH=arm64 OUT=$(dir $(OUT))arm64 src-programs
+	+$(Q)$(MAKE) --no-print-directory EXTRESCUE_ARCH=arm64 OUT=$(call arch_out,arm64) src-programs
 QEMU_USER := $(BUILD)/qemu-user
 $(STAMPS)/qemu-user: $(call pin_stamp,qemu-user) | $(STAMPS)/host-deps $(BUILD)
 	$(Q)rm -rf $(QEMU_USER) && mkdir -p $(QEMU_USER)

@@ -16,8 +16,8 @@ MUSL_DIR := $(BUILD)/musl
 MUSL_SPECS := $(MUSL_DIR)/musl-gcc.specs
 MUSL_GCC := $(TARGET_CROSS)gcc -specs=$(MUSL_SPECS)
 $(STAMPS)/musl-sysroot: $(call pin_stamp,musl-dev) | $(STAMPS)/host-deps $(BUILD)
-	$(Q)rm -rf $(MUSL_DIR) && mkdir -p $(MUSL_DIR)
-	$(Q)deb=$$(scripts/fetch musl-dev) && dpkg-deb -x "$$deb" $(MUSL_DIR)/root
+	$(Q)rm -rf $(MUSL_DIR)
+	$(call unpack_debs,musl-dev,$(MUSL_DIR)/root)
 	$(Q)specs=$(MUSL_DIR)/root/usr/lib/$(GNU_TRIPLET)/musl-gcc.specs && \
 	 [ -r $$specs ] || { echo "musl: $$specs missing from the musl-dev package; check its pin in package/musl" >&2; exit 1; } && \
 	 sed 's,/usr/\(lib\|include\)/$(GNU_TRIPLET),$(MUSL_DIR)/root/usr/\1/$(GNU_TRIPLET),g' $$specs > $(MUSL_SPECS)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/utsname.h>
 
 #include "kargs.h"
 
@@ -416,6 +417,7 @@ static void jextscan(char *scan)
 int main(int argc, char **argv)
 {
 	char *uptime;
+	struct utsname uts;
 
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--root") && i + 1 < argc)
@@ -424,6 +426,12 @@ int main(int argc, char **argv)
 	from_file("/etc/os-release", jversion);
 	printf(",\n  \"kernel\": ");
 	jfile("/proc/sys/kernel/osrelease");
+	/* The same rescue runs on x86_64 and arm64 servers: which one this is. */
+	printf(",\n  \"architecture\": ");
+	if (uname(&uts) == 0)
+		jstr_n(uts.machine, 64);
+	else
+		printf("null");
 	uptime = slurp("/proc/uptime");
 	printf(",\n  \"uptime_seconds\": %ld", uptime ? strtol(uptime, NULL, 10) : -1L);
 	free(uptime);

@@ -268,12 +268,16 @@ def boot_with_disks(guest, name, disks, mem=512):
     return g
 
 
-def run_to_poweroff(guest, name, disks, params, mem=1024, timeout=180, initrd=None):
-    """Boots with DISKS (virtio, writable) and the kernel parameters PARAMS plus
-    rescue.after=poweroff (and INITRD if given); waits for the power-off;
-    returns the serial log."""
-    args = ["--direct", "--mem", str(mem), "--append",
-            f"console=ttyS0,115200n8 {params} rescue.after=poweroff"] + (["--initrd", initrd] if initrd else [])
+# The serial console of each architecture's virtual machine (qemu/run --arch).
+SERIAL_CONSOLE = {"x86_64": "ttyS0", "arm64": "ttyAMA0"}
+
+
+def run_to_poweroff(guest, name, disks, params, mem=1024, timeout=180, initrd=None, arch="x86_64"):
+    """Boots ARCH's kernel with DISKS (virtio, writable) and the kernel
+    parameters PARAMS plus rescue.after=poweroff (and INITRD if given); waits
+    for the power-off; returns the serial log."""
+    args = ["--arch", arch, "--direct", "--mem", str(mem), "--append",
+            f"console={SERIAL_CONSOLE[arch]},115200n8 {params} rescue.after=poweroff"] + (["--initrd", initrd] if initrd else [])
     for d in disks:
         args += ["--disk", f"{d},if=virtio-blk,rw"]
     g = guest(name, args, boot_timeout=timeout)
@@ -334,8 +338,10 @@ def make_and_run(target):
 # emulation. A parser of disk bytes can be right on one and wrong on the
 # other (char is unsigned on arm64), so each module runs against both.
 SRC_BUILDS = ("host", "arm64")
-# Another architecture builds beside OUT (make: out/ARCH).
-ARM64_OUT = os.path.join(os.path.dirname(OUT), "arm64")
+# Another architecture builds beside OUT: out/arm64, or OUT-arm64 beside a
+# build folder of another name (make's arch_out).
+ARM64_OUT = (os.path.join(TOP, "out", "arm64") if OUT == os.path.join(TOP, "out", "x86_64")
+             else f"{OUT}-arm64")
 # Debian 13's static qemu-aarch64, unpacked by make test (Debian 12's lacks openat2).
 QEMU_AARCH64 = os.path.join(OUT, "build", "qemu-user", "usr", "bin", "qemu-aarch64")
 IMAGE_PATHS = {"extscan": "sbin/extscan", "cmdline": "sbin/cmdline", "iobench": "sbin/iobench",
@@ -346,13 +352,14 @@ IMAGE_PATHS = {"extscan": "sbin/extscan", "cmdline": "sbin/cmdline", "iobench": 
 def src_program(name, build):
     """The command (a list) that runs our program NAME of BUILD (one of
     SRC_BUILDS), made first."""
-    out = OUT if build == "host" else ARM64_OUT
     if build == "host":
-        path = os.path.join(OUT, "build", "src", "host", name)
+        out = OUT
+        path = os.path.join(out, "build", "src", "host", name)
         args, argv = [path], [path]
     else:
-        path = os.path.join(ARM64_OUT, "build", "src-root", IMAGE_PATHS[name])
-        args, argv = ["EXTRESCUE_ARCH=arm64", f"OUT={ARM64_OUT}", path], [QEMU_AARCH64, path]
+        out = ARM64_OUT
+        path = os.path.join(out, "build", "src-root", IMAGE_PATHS[name])
+        args, argv = ["EXTRESCUE_ARCH=arm64", f"OUT={out}", path], [QEMU_AARCH64, path]
         assert os.access(QEMU_AARCH64, os.X_OK), f"no {QEMU_AARCH64}; make test unpacks it (make {OUT}/stamps/qemu-user)"
     # One make at a time per build tree: two workers making the same program
     # at once (a plain pytest -n, before make test built it) would run a

@@ -188,7 +188,8 @@ def test_a_change_to_one_component_rebuilds_only_it_and_the_image():
     named = (f"VERSION={version}", f"SOURCE_DATE_EPOCH={epoch}")
 
     def make(*args):
-        return host(["make", "--no-print-directory", "-C", TOP, *named, *args])
+        # x86_64's tree only: the arm64 one would rebuild its mdadm as well.
+        return host(["make", "--no-print-directory", "-C", TOP, "ARCH=x86_64", *named, *args])
     assert make("-q", "all").returncode == 0, "make all is not up to date before the test"
     watched = ["linux-built", "e2fsprogs-built", "busybox-built", "cryptsetup-built",
                "mdadm-configured", "mdadm-built", "mdadm-installed"]

@@ -51,6 +51,8 @@ def test_report_is_valid_json_without_key_material(report, tmp_path):
     assert r.returncode == 0 and not r.stderr, r.stderr
     doc = json.loads(r.stdout)
     assert doc["schema"] == 1 and doc["extrescue"] == "1.2-3" and doc["uptime_seconds"] == 42
+    # uname's machine: under qemu-aarch64 the arm64 build's is the emulated one.
+    assert doc["architecture"] == ("aarch64" if report[0].endswith("qemu-aarch64") else "x86_64")
     assert doc["machine"]["vendor"] == 'Evil "Corp"\\'
     assert doc["machine"]["interfaces"] == [
         {"name": "eth0", "mac": "52:54:00:12:34:56", "addresses": ["10.0.2.15/24", "fec0::5054:ff:fe12:3456/64"]}]

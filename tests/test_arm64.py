@@ -1,0 +1,69 @@
+"""The arm64 image on QEMU's virt machine (TCG) with AAVMF, its UEFI: the
+ISO as CD and as USB stick to a root shell on the PL011 console (ttyAMA0)
+with no key pressed, and the unattended repair with its undo file, as on
+x86_64."""
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from disks import cat, damaged, fsck_clean, make_fs, sha256_file
+from harness import ARM64_OUT, host, run_to_poweroff
+
+
+@pytest.fixture(scope="module", autouse=True)
+def arm64_built():
+    """make builds arm64 beside x86_64 (make test runs make first)."""
+    iso = [f for f in os.listdir(ARM64_OUT) if f.endswith("-arm64.iso")] if os.path.isdir(ARM64_OUT) else []
+    assert iso, f"no arm64 ISO in {ARM64_OUT}; run make (it builds both architectures)"
+
+
+def shells_on(g):
+    """The terminals a shell reads from."""
+    return g.check("for p in /proc/[0-9]*; do [ \"$(cat $p/comm)\" = sh ] && readlink $p/fd/0; done | sort -u")
+
+
+@pytest.mark.parametrize("medium", ["cd", "usb"])
+def test_arm64_iso_boots_to_shell(guest, medium):
+    g = guest(f"arm64-uefi-{medium}", ["--arch", "arm64", "--medium", medium], boot_timeout=240)
+    g.wait_shell()
+    # systemd-boot's default entry started after its timeout: PL011 console.
+    cmdline = g.check("cat /proc/cmdline")
+    assert "console=ttyAMA0,115200n8" in cmdline, cmdline
+    assert g.check("uname -m").strip() == "aarch64"
+    assert "extrescue" in g.check("uname -r")
+    assert g.check("[ -d /sys/firmware/efi ] && echo efi").strip() == "efi"
+    assert "/dev/ttyAMA0" in shells_on(g)
+    # Our programs and the components run: the same tools as on x86_64.
+    for probe in ("e2fsck -V", "mdadm --version", "lvm version", "cryptsetup --version",
+                  "sgdisk --version", "smartctl --version", "extscan --help"):
+        status, out = g.run(f"{probe} 2>&1")
+        assert status == 0, f"{probe}: {out}"
+    # Nothing of the boot medium is mounted; the banner named the ext volumes.
+    assert not re.search(r"^/dev/(sd|vd|nvme|sr)", g.check("cat /proc/mounts"), re.M)
+    assert g.poweroff() == 0
+    g.assert_no_fatal()
+
+
+def test_arm64_repair_with_undo(guest, tmp_path):
+    """rescue.fsck=repair of a damaged volume: the host's e2fsck finds it
+    clean afterwards, and the undo file takes the repair back."""
+    bad = damaged(tmp_path, "bad")
+    original = str(tmp_path / "bad.orig")
+    shutil.copy(bad, original)
+    undo_disk = str(tmp_path / "undo.img")
+    make_fs(undo_disk, "64M", label="undo")
+    log = run_to_poweroff(guest, "arm64-fsck-repair", [bad, undo_disk],
+                          "rescue.fsck=repair rescue.devices=vda rescue.undo=LABEL=undo", arch="arm64",
+                          timeout=300)
+    m = re.search(r"e2undo /run/undo-disk(/extrescue-undo/vda-\d{8}-\d{6}-0\.e2undo) /dev/vda", log)
+    assert "errors corrected" in log and m, log[-2000:]
+    fsck_clean(bad)
+    assert cat(bad, "/dir0/file000")
+    undo = tmp_path / "vda.e2undo"
+    subprocess.run(["debugfs", "-R", f"dump {m.group(1)} {undo}", undo_disk], check=True, capture_output=True)
+    r = host(["e2undo", str(undo), bad])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert sha256_file(bad) == sha256_file(original), "e2undo did not restore the damaged original"
