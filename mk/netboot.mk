@@ -39,7 +39,7 @@ $(NETBOOT_TAR): $(STAMPS)/boot-debs $(STAMPS)/linux-built $(INITRAMFS) \
 	$(Q)cp $(BZIMAGE) $(NETBOOT)/vmlinuz
 	$(Q)cp $(INITRAMFS) $(NETBOOT)/initrd.zst
 	$(Q)if [ -z '$(UKI_CMDLINE)' ]; then cp $(SIGNED_UKI) $(UKI); else \
-	 scripts/build-uki $(UKI).unsigned $(SD_EFI)/linux$(EFI_ARCH).efi.stub $(BZIMAGE) $(INITRAMFS) \
+	 TARGET_CROSS=$(TARGET_CROSS) scripts/build-uki $(UKI).unsigned $(SD_EFI)/linux$(EFI_ARCH).efi.stub $(BZIMAGE) $(INITRAMFS) \
 	  $(INITRAMFS_GEN)/etc/os-release '$(UKI_CMDLINE)' && \
 	 scripts/sb-sign $(SB_KEY) $(SB_CERT) $(UKI).unsigned $(UKI) && rm $(UKI).unsigned; fi
 	$(Q)cp $(SHIM) $(NETBOOT)/shim$(EFI_ARCH).efi

@@ -52,7 +52,7 @@ $(SIGNED_BOOTLOADER): $(STAMPS)/boot-debs $(STAMPS)/sb-key $(SB_CERT) scripts/sb
 $(SIGNED_UKI): $(STAMPS)/boot-debs $(STAMPS)/linux-built $(INITRAMFS) $(STAMPS)/initramfs-gen $(STAMPS)/sb-key \
 		$(SB_CERT) $(MENU_INPUTS) netboot/menus scripts/build-uki scripts/sb-sign
 	$(Q)mkdir -p $(SB_DIR)
-	$(Q)scripts/build-uki $(SB_DIR)/extrescue.unsigned.efi $(SD_EFI)/linux$(EFI_ARCH).efi.stub $(BZIMAGE) $(INITRAMFS) \
+	$(Q)TARGET_CROSS=$(TARGET_CROSS) scripts/build-uki $(SB_DIR)/extrescue.unsigned.efi $(SD_EFI)/linux$(EFI_ARCH).efi.stub $(BZIMAGE) $(INITRAMFS) \
 	  $(INITRAMFS_GEN)/etc/os-release "$$(netboot/menus cmdline $(MENU_SOURCE))"
 	$(Q)scripts/sb-sign $(SB_KEY) $(SB_CERT) $(SB_DIR)/extrescue.unsigned.efi $@
 	$(Q)rm -f $(SB_DIR)/extrescue.unsigned.efi

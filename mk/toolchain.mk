@@ -38,8 +38,12 @@ TARGET_STRIP := $(TARGET_CROSS)strip
 TARGET_CFLAGS := -O2 -ffunction-sections -fdata-sections $(PREFIX_MAP)
 TARGET_LDFLAGS := -static -Wl,--gc-sections
 # What an autoconf configure is given besides CC and the flags: the target's
-# binutils (configure would look for GNU_TRIPLET-ar, which no host has).
-TARGET_CONFIGURE_TOOLS := AR="$(TARGET_AR)" RANLIB="$(TARGET_RANLIB)" STRIP="$(TARGET_STRIP)"
+# binutils (configure would look for GNU_TRIPLET-ar, which no host has), and
+# in a cross build the answers of the test programs it cannot run there:
+# musl's malloc(0) and realloc(p, 0) return a pointer (without this, lvm2
+# calls an rpl_malloc nothing defines).
+TARGET_CONFIGURE_TOOLS := AR="$(TARGET_AR)" RANLIB="$(TARGET_RANLIB)" STRIP="$(TARGET_STRIP)"$(if $(TARGET_CROSS), \
+	ac_cv_func_malloc_0_nonnull=yes ac_cv_func_realloc_0_nonnull=yes)
 
 # Static libraries the storage tools (lvm2, cryptsetup) link, built with musl
 # into one private sysroot so nothing of the host's leaks into the image.

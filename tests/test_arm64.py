@@ -67,3 +67,20 @@ def test_arm64_repair_with_undo(guest, tmp_path):
     r = host(["e2undo", str(undo), bad])
     assert r.returncode == 0, r.stdout + r.stderr
     assert sha256_file(bad) == sha256_file(original), "e2undo did not restore the damaged original"
+
+
+def test_arm64_uefi_http_boot_of_the_unified_image(guest):
+    """AAVMF's HTTP boot fetches the arm64 extrescue.efi from a server on
+    the host, which starts with the arm64 menu's default entry."""
+    from test_netboot import Server
+    server = Server(os.path.join(ARM64_OUT, "netboot", "arm64"))
+    try:
+        g = guest("arm64-netboot-http", ["--arch", "arm64", "--mem", "768", "--nic", "virtio-net-pci",
+                                         "--netboot", f"{server.base}/extrescue.efi"], boot_timeout=300)
+        g.wait_shell()
+        assert "/extrescue.efi" in server.gets, server.gets
+        assert g.check("cat /proc/cmdline").strip() == "console=tty0 console=ttyAMA0,115200n8"
+        assert g.check("uname -m").strip() == "aarch64"
+        g.assert_no_fatal()
+    finally:
+        server.close()
