@@ -21,10 +21,12 @@ TEST_JOBS ?= $(shell n=$$(($$(nproc) + 1)); [ $$n -gt 8 ] && n=8; echo $$n)
 TEST_HOST_TOOLS := $(addprefix $(SRC_OBJ)/host/,extscan cmdline authkeys report inroot) \
 	$(SRC_OBJ)/test-fast-string $(SRC_OBJ)/test-aligned-alloc
 # The unit tests of our programs also run their arm64 build, made here in
-# its own tree (out/arm64, $(call arch_out,arm64)) by a make of that architecture, under Debian 13's
-# qemu-aarch64 (static; unpacked from its pin, for the tests only).
+# its own tree (out/arm64; arch_out) by a make of that architecture, under Debian 13's
+# qemu-aarch64 (static; unpacked from its pin, for the tests only). After
+# the arm64 image's make, when there is one: two makes in one tree at once
+# would build the same programs side by side.
 .PHONY: test-arm64-programs
-test-arm64-programs: | $(STAMPS)/host-deps
+test-arm64-programs: | $(STAMPS)/host-deps $(filter all-arm64,$(addprefix all-,$(OTHER_ARCHES)))
 	+$(Q)$(MAKE) --no-print-directory EXTRESCUE_ARCH=arm64 OUT=$(call arch_out,arm64) src-programs
 QEMU_USER := $(BUILD)/qemu-user
 $(STAMPS)/qemu-user: $(call pin_stamp,qemu-user) | $(STAMPS)/host-deps $(BUILD)

@@ -93,7 +93,10 @@ meson_configure = $(Q)rm -rf $($(2)_OBJ) && $(SYSROOT_ENV) $(TOP)/scripts/logged
 # cmake and meson read the toolchain from a file; both are written from the
 # variables above (write_if_changed), so a changed tool or flag reconfigures.
 # On x86_64 the build machine runs the target's programs, so meson's file is
-# a native one; an architecture with TARGET_CROSS set gets a cross file.
+# a native one; an architecture with TARGET_CROSS set gets a cross file,
+# which must name pkg-config (as pkgconfig, the key meson 1.0 knows) and
+# the sysroot's .pc folder itself: meson reads neither from the environment
+# for the target.
 CMAKE_TOOLCHAIN_FILE := $(STAMPS)/toolchain.cmake
 define CMAKE_TOOLCHAIN_TEXT
 set(CMAKE_C_COMPILER $(firstword $(TARGET_CC)))
@@ -109,9 +112,9 @@ define MESON_MACHINE_TEXT
 [binaries]
 c = $(call meson_list,$(TARGET_CC))
 ar = '$(TARGET_AR)'
-strip = '$(TARGET_STRIP)'
+strip = '$(TARGET_STRIP)'$(if $(TARGET_CROSS),$(newline)pkgconfig = 'pkg-config')
 [built-in options]
 c_args = $(call meson_list,$(STORAGE_CFLAGS))
-c_link_args = $(call meson_list,$(STORAGE_LDFLAGS))
+c_link_args = $(call meson_list,$(STORAGE_LDFLAGS))$(if $(TARGET_CROSS),$(newline)[properties]$(newline)pkg_config_libdir = '$(SYSROOT_PC)')
 endef
 $(call write_if_changed,$(MESON_MACHINE_FILE),$(MESON_MACHINE_TEXT))

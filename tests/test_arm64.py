@@ -84,3 +84,27 @@ def test_arm64_uefi_http_boot_of_the_unified_image(guest):
         g.assert_no_fatal()
     finally:
         server.close()
+
+
+def test_arm64_secure_boot_with_the_key_enrolled(guest):
+    """AAVMF with Microsoft's keys and Secure Boot on starts Debian's arm64
+    shim, which starts our signed systemd-boot and unified image once the
+    project certificate is a Machine Owner Key."""
+    from test_secureboot import SECURE_BOOT_VAR
+    cert = os.path.join(ARM64_OUT, "extrescue-mok.cer")
+    g = guest("arm64-sb-cd", ["--arch", "arm64", "--secureboot", "--mok", cert, "--medium", "cd"],
+              boot_timeout=300)
+    g.wait_shell()
+    g.check("mkdir -p /tmp/efivars && mount -t efivarfs -o ro efivarfs /tmp/efivars")
+    state = g.check(f"cat /tmp/efivars/{SECURE_BOOT_VAR} | od -An -tu1").split()[4:]
+    assert state == ["1"], f"SecureBoot variable's value is {state!r}"
+    assert g.check("cat /proc/cmdline").split() == ["console=tty0", "console=ttyAMA0,115200n8"]
+    g.assert_no_fatal()
+
+
+def test_arm64_secure_boot_without_the_key_runs_nothing_of_ours(guest):
+    from test_secureboot import wait_screen
+    g = guest("arm64-sb-no-mok", ["--arch", "arm64", "--secureboot", "--medium", "cd"], boot_timeout=300)
+    screen = wait_screen(g, r"Verification failed: \(0x1A\) Security Violation", 300, "shim's refusal")
+    g.kill()
+    assert "Linux version" not in screen, screen[-2000:]
