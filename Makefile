@@ -11,14 +11,19 @@ TOP := $(CURDIR)
 # architectures; each builds into a folder of its own, out/ARCH/.
 # make ARCH=NAME (or EXTRESCUE_ARCH=NAME) builds that one; a plain make
 # builds x86_64 in this make and the others (OTHER_ARCHES) by a make each.
-ifneq ($(ARCH),)
+# Only an ARCH of the command line counts: one in the environment is often
+# a kernel developer's, and means something else to the kernel's and other
+# components' makes, which never see ours.
+ifeq ($(origin ARCH),command line)
 EXTRESCUE_ARCH := $(ARCH)
 endif
-# ARCH means something else to the kernel's and other components' makes.
 MAKEOVERRIDES := $(filter-out ARCH=%,$(MAKEOVERRIDES))
 unexport ARCH
 EXTRESCUE_ARCH ?= x86_64
-OTHER_ARCHES := $(if $(ARCH)$(filter-out file,$(origin EXTRESCUE_ARCH)),,arm64)
+OTHER_ARCHES := $(if $(filter command line,$(origin ARCH))$(filter-out file,$(origin EXTRESCUE_ARCH)),,arm64)
+# Every make this one starts (a package's, a test's, qemu/run) builds or
+# boots this architecture, and builds no other.
+export EXTRESCUE_ARCH
 comma := ,
 empty :=
 space := $(empty) $(empty)
@@ -212,9 +217,10 @@ include mk/stamps-commit.mk
 all: $(OUT)/SHA256SUMS $(addprefix all-,$(OTHER_ARCHES)) ## build both architectures' ISOs, netboot folders and tars, SHA256SUMS and manifests (ARCH=x86_64 or ARCH=arm64: one)
 
 # Another architecture's build: its own make, its own tree (out/NAME), the
-# same jobserver; after this tree's host packages, so two apt-get never meet.
+# same jobserver; after this tree's host packages and Secure Boot key, so two
+# apt-get never meet and a fresh machine makes one key, not two at once.
 .PHONY: $(addprefix all-,$(OTHER_ARCHES))
-$(addprefix all-,$(OTHER_ARCHES)): all-%: | $(STAMPS)/host-deps
+$(addprefix all-,$(OTHER_ARCHES)): all-%: | $(STAMPS)/host-deps $(STAMPS)/sb-key
 	+$(Q)$(MAKE) --no-print-directory EXTRESCUE_ARCH=$* OUT=$(call arch_out,$*) all
 
 $(OUT)/SHA256SUMS: $(ISO) $(NETBOOT_TAR) $(OUT)/write-stick
@@ -256,7 +262,7 @@ check-updates: | $(STAMPS)/host-deps ## per pin: the pinned version and the newe
 .PHONY: clean
 clean: ## remove build outputs (keeps the download cache)
 	rm -rf "$(OUT)" $(foreach a,$(OTHER_ARCHES),"$(call arch_out,$(a))")
-	rm -f $(ISO_LINKS) $(foreach a,$(OTHER_ARCHES),$(TOP)/out/extrescue-*-$(a).iso)
+	rm -f $(ISO_LINKS) $(if $(ISO_LINK),$(foreach a,$(OTHER_ARCHES),$(TOP)/out/extrescue-*-$(a).iso))
 
 # The Secure Boot key cannot be made again: every medium signed with it
 # needs it enrolled, so distclean leaves it and says where.

@@ -3,6 +3,9 @@
 # key) and iPXE from one folder, with the CD menu's entries; with Secure Boot
 # on, the boot file is shimx64.efi, which fetches grubx64.efi (a link to the
 # unified image). out/extrescue-netboot-<version>.tar is that folder.
+# arm64 (no BIOS): out/arm64/netboot/arm64/, the UEFI and iPXE files only,
+# and its tar extrescue-netboot-<version>-arm64.tar, which unpacks beside
+# x86_64's as netboot/arm64/.
 
 NETBOOT := $(OUT)/$(NETBOOT_PATH)
 NETBOOT_TAR := $(OUT)/extrescue-netboot-$(VERSION)$(if $(BIOS_BOOT),,-$(EXTRESCUE_ARCH)).tar

@@ -115,6 +115,6 @@ ar = '$(TARGET_AR)'
 strip = '$(TARGET_STRIP)'$(if $(TARGET_CROSS),$(newline)pkgconfig = 'pkg-config')
 [built-in options]
 c_args = $(call meson_list,$(STORAGE_CFLAGS))
-c_link_args = $(call meson_list,$(STORAGE_LDFLAGS))$(if $(TARGET_CROSS),$(newline)[properties]$(newline)pkg_config_libdir = '$(SYSROOT_PC)')
+c_link_args = $(call meson_list,$(STORAGE_LDFLAGS))$(if $(TARGET_CROSS),$(newline)[properties]$(newline)pkg_config_libdir = '$(SYSROOT_PC)'$(newline)[host_machine]$(newline)system = 'linux'$(newline)cpu_family = '$(KERNEL_ARCH:arm64=aarch64)'$(newline)cpu = '$(KERNEL_ARCH:arm64=aarch64)'$(newline)endian = 'little')
 endef
 $(call write_if_changed,$(MESON_MACHINE_FILE),$(MESON_MACHINE_TEXT))

@@ -155,13 +155,17 @@ class Shell:
 
 
 class Guest(Shell):
-    """One QEMU boot, driven over its first serial port (ttyS0, stdio)."""
+    """One QEMU boot, driven over its first serial port (stdio: ttyS0, on
+    arm64's virt ttyAMA0)."""
 
     def __init__(self, name, args, boot_timeout=120):
         os.makedirs(LOGS, exist_ok=True)
         self.name = name
         self.log_path = os.path.join(LOGS, f"{name}.log")
-        if "--direct" in args and "--initrd" not in args and DIRECT_INITRD and _made_before_image(DIRECT_INITRD):
+        # (x86_64's: another architecture's guest boots its own initramfs.)
+        other_arch = "--arch" in args and list(args)[list(args).index("--arch") + 1] != "x86_64"
+        if "--direct" in args and "--initrd" not in args and DIRECT_INITRD and _made_before_image(DIRECT_INITRD) \
+                and not other_arch:
             args = ["--initrd", DIRECT_INITRD] + list(args)
         self.cmd = [RUN, "--serial-log", self.log_path, "--smp", SMP] + list(args)
         self.boot_timeout = boot_timeout

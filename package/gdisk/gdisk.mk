@@ -21,8 +21,8 @@ $(STAMPS)/gdisk-libs: $(CACHE_INPUTS_$(STAMPS)/gdisk-libs) | $(STAMPS)/host-deps
 endif
 define GDISK_BUILD_CMDS
 	+$(Q)scripts/logged gdisk build $(GDISK_SRC)/build.log $(MAKE) -C $(GDISK_SRC) $(SUBMAKE_J) TARGET=linux CXX="$(TARGET_CXX)" \
-	  CXXFLAGS="-O2 -Wall -D_FILE_OFFSET_BITS=64 -ffunction-sections -fdata-sections $(PREFIX_MAP) $(GDISK_LIB_FLAGS)" \
-	  LDFLAGS="$(TARGET_LDFLAGS) $(GDISK_LIB_FLAGS)" gdisk sgdisk fixparts
+	  CXXFLAGS="-O2 -Wall -D_FILE_OFFSET_BITS=64 -ffunction-sections -fdata-sections $(PREFIX_MAP)$(if $(GDISK_LIB_FLAGS), $(GDISK_LIB_FLAGS))" \
+	  LDFLAGS="$(TARGET_LDFLAGS)$(if $(GDISK_LIB_FLAGS), $(GDISK_LIB_FLAGS))" gdisk sgdisk fixparts
 endef
 GDISK_INSTALL_CMDS = $(call install_stripped,GDISK,usr/sbin,gdisk sgdisk fixparts)
 GDISK_CACHE_OUTPUTS := gdisk sgdisk fixparts
