@@ -375,7 +375,7 @@ class Collector:
 
 
 # The documented fields of schema 1 (README, "The report") and their JSON types.
-FIELDS = {"schema": int, "extrescue": str, "kernel": str, "uptime_seconds": int, "machine": dict,
+FIELDS = {"schema": int, "extrescue": str, "kernel": str, "architecture": str, "uptime_seconds": int, "machine": dict,
           "cmdline": str, "disks": list, "assembled": list, "extscan": list, "fsck": list,
           "ssh_host_keys": list, "errors": list, "messages": list}
 MACHINE = {"vendor", "product", "serial", "hostname", "interfaces"}
