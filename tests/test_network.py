@@ -17,7 +17,7 @@ import pexpect
 import pytest
 
 from disks import damaged, fsck_clean, make_fs
-from harness import host, scaled
+from harness import SERIAL_CONSOLE, host, scaled
 
 MAC = "52:54:00:12:34:56"
 SSH_OPTS = ["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "-o", "ConnectTimeout=30",
@@ -30,8 +30,9 @@ def free_port():
         return s.getsockname()[1]
 
 
-def boot(guest, name, append, nics, disks=()):
-    args = ["--direct", "--mem", "768", "--append", "console=ttyS0,115200n8 " + append]
+def boot(guest, name, append, nics, disks=(), arch="x86_64"):
+    args = ["--arch", arch, "--direct", "--mem", "768", "--append",
+            f"console={SERIAL_CONSOLE[arch]},115200n8 " + append]
     for nic in nics:
         args += ["--nic", nic]
     for d in disks:
