@@ -27,7 +27,12 @@ $(ESP_IMG): $(STAMPS)/shim-debs $(SIGNED_BOOTLOADER) $(SIGNED_UKI) $(MOK_CER) \
 	$(Q)cp $(LOADER_ENTRIES) $(ESP_STAGE)/loader/entries/
 	$(Q)iso/build-esp $@ $(ESP_STAGE)
 
+# isolinux boots the kernel and initramfs as files of the ISO 9660 side;
+# UEFI boots the unified image on the ESP, so an ISO without BIOS boot
+# (arm64) carries them once, not twice (46.4 to 25 MB on arm64).
 define ISOLINUX_STAGE_CMDS
+	$(Q)cp $(BZIMAGE) $(ISO_STAGE)/boot/vmlinuz
+	$(Q)cp $(INITRAMFS) $(ISO_STAGE)/boot/initrd.zst
 	$(Q)mkdir -p $(ISO_STAGE)/isolinux
 	$(Q)cp $(BOOT_DEBS)/usr/lib/ISOLINUX/isolinux.bin $(ISO_STAGE)/isolinux/
 	$(Q)cp $(addprefix $(BOOT_DEBS)/usr/lib/syslinux/modules/bios/,ldlinux.c32 menu.c32 libutil.c32) $(ISO_STAGE)/isolinux/
@@ -41,8 +46,6 @@ ISO_LINKS := $(if $(ISO_LINK),$(TOP)/out/extrescue-*-$(EXTRESCUE_ARCH).iso)
 $(ISO): $(ESP_IMG) $(ISO_INPUTS)
 	$(Q)rm -rf $(ISO_STAGE) && mkdir -p $(ISO_STAGE)/boot
 	$(if $(BIOS_BOOT),$(ISOLINUX_STAGE_CMDS))
-	$(Q)cp $(BZIMAGE) $(ISO_STAGE)/boot/vmlinuz
-	$(Q)cp $(INITRAMFS) $(ISO_STAGE)/boot/initrd.zst
 	$(Q)cp $(ESP_IMG) $(ISO_STAGE)/boot/efiboot.img
 	$(Q)mkdir -p $(ISO_STAGE)/EFI/extrescue && cp $(MOK_CER) $(ISO_STAGE)/EFI/extrescue/
 	$(Q)scripts/licenses-index $(COMPONENTS) > $(ISO_STAGE)/LICENSES

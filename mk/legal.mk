@@ -95,7 +95,10 @@ $(STAMPS)/legal-root: $(STAMPS)/boot-debs $(STAMPS)/shim-debs $(STAMPS)/linux-pa
 	  scripts/install-licenses $$name $$root $(LEGAL_ROOT) $$file || exit 1; done
 	$(Q)touch $@
 
-.PHONY: legal-info
-legal-info: $(ISO) $(COMPONENTS) ## out/legal-info/: every component's sources, patches, licences and a table
+# A plain make legal-info does it for each architecture make builds, as all does.
+.PHONY: legal-info $(addprefix legal-info-,$(OTHER_ARCHES))
+legal-info: $(ISO) $(COMPONENTS) $(addprefix legal-info-,$(OTHER_ARCHES)) ## out/ARCH/legal-info/: every component's sources, patches, licences and a table, per architecture
 	$(Q)TOP=$(TOP) BUILD=$(BUILD) INITRAMFS_LIST=$(BUILD)/initramfs.list ISO_STAGE=$(ISO_STAGE) BOOT_DEBS=$(BOOT_DEBS) ESP_STAGE=$(ESP_STAGE) \
-	  BUSYBOX_BIN=$(BUSYBOX_BIN) scripts/legal-info $(LEGAL_INFO) $(COMPONENTS) $(IMAGE_ROOTS)
+	  BUSYBOX_BIN=$(BUSYBOX_BIN) EFI_ARCH=$(EFI_ARCH) scripts/legal-info $(LEGAL_INFO) $(COMPONENTS) $(IMAGE_ROOTS)
+$(addprefix legal-info-,$(OTHER_ARCHES)): legal-info-%: | $(STAMPS)/host-deps $(STAMPS)/sb-key
+	+$(Q)$(MAKE) --no-print-directory EXTRESCUE_ARCH=$* OUT=$(call arch_out,$*) legal-info

@@ -5,12 +5,13 @@ rebuild only what a change touches."""
 import hashlib
 import os
 import shutil
+import struct
 import subprocess
 import tarfile
 
 import pytest
 
-from harness import CCACHE_DIR, OUT, TOP, host, lock_lines
+from harness import ARM64_OUT, CCACHE_DIR, OUT, TOP, host, lock_lines
 
 BUILD = os.path.join(OUT, "build")
 STAMPS = os.path.join(OUT, "stamps")
@@ -51,23 +52,87 @@ def cpio_files(data):
         pos = (pos + size + 3) & ~3
 
 
+def pe_section(data, name):
+    """The bytes of PE section NAME (its virtual size: objcopy pads the raw data)."""
+    pe = struct.unpack_from("<I", data, 0x3c)[0]
+    assert data[pe:pe + 4] == b"PE\0\0", "not a PE file"
+    count, optional = struct.unpack_from("<H", data, pe + 6)[0], struct.unpack_from("<H", data, pe + 20)[0]
+    for i in range(count):
+        at = pe + 24 + optional + 40 * i
+        if data[at:at + 8].rstrip(b"\0") == name.encode():
+            vsize, _, rawsize, rawptr = struct.unpack_from("<IIII", data, at + 8)
+            return data[rawptr:rawptr + (min(vsize, rawsize) if vsize else rawsize)]
+    raise AssertionError(f"no section {name}")
+
+
+def read_image(out, arch, folder):
+    """The files a machine boots, read back from ARCH's ISO in OUT: its
+    ISO 9660 side (ROOT), the files of its EFI system partition, and the
+    initramfs's files from the signed unified image there (name -> bytes)."""
+    iso = [f for f in os.listdir(out) if f.startswith("extrescue-") and f.endswith(f"-{arch}.iso")]
+    assert len(iso) == 1, f"needs the built {arch} ISO (run make)"
+    root = folder / "iso"
+    r = host(["xorriso", "-osirrox", "on", "-indev", os.path.join(out, iso[0]), "-extract", "/", str(root)])
+    assert r.returncode == 0, r.stderr
+    env = dict(os.environ, MTOOLS_SKIP_CHECK="1")
+    esp = folder / "esp"
+    subprocess.run(["mcopy", "-s", "-n", "-i", str(root / "boot/efiboot.img"), "::/EFI", str(esp)],
+                   check=True, env=env, capture_output=True)
+    esp_files = {os.path.relpath(os.path.join(d, f), esp): os.path.join(d, f)
+                 for d, _, fs in os.walk(esp) for f in fs}
+    with open(esp / "extrescue/extrescue.efi", "rb") as f:
+        initrd = pe_section(f.read(), ".initrd")
+    cpio = subprocess.run(["zstd", "-dc"], input=initrd, capture_output=True, check=True).stdout
+    return root, esp_files, cpio_files(cpio)
+
+
+def make_legal_info(arch, out):
+    r = make(f"EXTRESCUE_ARCH={arch}", f"OUT={out}", "legal-info")
+    assert r.returncode == 0, r.stderr
+    return os.path.join(out, "legal-info")
+
+
 @pytest.fixture(scope="module")
 def legal_info():
-    r = make("legal-info")
-    assert r.returncode == 0, r.stderr
-    return r.stdout
+    return make_legal_info("x86_64", OUT)
 
 
-@pytest.fixture(scope="module")
-def image(tmp_path_factory):
-    """The ISO's files and the initramfs's files, read back from the image itself."""
-    iso = [f for f in os.listdir(OUT) if f.startswith("extrescue-") and f.endswith(".iso")]
-    assert len(iso) == 1, "needs the built ISO (run make)"
-    root = tmp_path_factory.mktemp("iso")
-    r = host(["xorriso", "-osirrox", "on", "-indev", os.path.join(OUT, iso[0]), "-extract", "/", str(root)])
-    assert r.returncode == 0, r.stderr
-    cpio = subprocess.run(["zstd", "-dc", str(root / "boot/initrd.zst")], capture_output=True, check=True).stdout
-    return root, cpio_files(cpio)
+def assert_owned(legal, shipped, initramfs, index):
+    """Every file in SHIPPED (path -> sha256) has a component in LEGAL's
+    files.tsv, every component its licence texts (in legal-info and the
+    image) and a line in the ISO's LICENSES (INDEX), and the sources are
+    what the table says."""
+    table = tsv(os.path.join(legal, "table.tsv"))
+    components = {row["component"] for row in table}
+    owners = {}
+    for row in tsv(os.path.join(legal, "files.tsv")):
+        owners.setdefault(row["sha256"], set()).add(row["component"])
+    assert len(shipped) > 20, sorted(shipped)
+    for path, digest in sorted(shipped.items()):
+        assert digest in owners, f"{path} is in the image but in no component of legal-info"
+        assert owners[digest] <= components, f"{path}: {owners[digest]} not in table.tsv"
+    for name in components:
+        texts = os.path.join(legal, "licenses", name)
+        assert os.path.isdir(texts) and os.listdir(texts), f"{name}: no licence file in legal-info"
+        assert any(p.startswith(f"/usr/share/licenses/{name}/") for p in initramfs), \
+            f"{name}: no licence text in the image"
+        assert f"\n{name} " in index, f"{name} missing from the ISO's LICENSES"
+    for row in table:
+        if row["file"] != "-":
+            assert sha256(os.path.join(legal, row["file"])) == row["sha256"], row["file"]
+    kinds = {f[0]: f[2] for f in lock_lines()}
+    for name in components:
+        files = [r["file"] for r in table if r["component"] == name]
+        if kinds.get(name) == "src":
+            assert any(f.endswith(".debian.tar.xz") for f in files), f"{name}: no Debian patch archive"
+    return components
+
+
+def shipped_files(root, esp_files, initramfs):
+    """path -> sha256 of every program in the initramfs and every EFI binary on the ESP."""
+    shipped = {p: hashlib.sha256(d).hexdigest() for p, d in initramfs.items() if d[:4] == b"\x7fELF"}
+    shipped.update({f"efiboot.img:/EFI/{rel}": sha256(path) for rel, path in esp_files.items()})
+    return shipped
 
 
 def test_debian_patches_are_applied_before_ours():
@@ -112,15 +177,12 @@ def test_corrupt_debian_patch_archive_stops_the_build_with_its_name(tmp_path):
     assert not os.path.exists(tmp_path / "out/stamps/e2fsprogs-source")
 
 
-def test_every_file_of_the_image_belongs_to_a_licensed_component(legal_info, image):
-    root, initramfs = image
-    table = tsv(os.path.join(LEGAL, "table.tsv"))
-    components = {row["component"] for row in table}
-    owners = {}
-    for row in tsv(os.path.join(LEGAL, "files.tsv")):
-        owners.setdefault(row["sha256"], set()).add(row["component"])
-    # Every program in the initramfs and every boot file on the ISO, read from the image.
-    shipped = {p: hashlib.sha256(d).hexdigest() for p, d in initramfs.items() if d[:4] == b"\x7fELF"}
+def test_every_file_of_the_image_belongs_to_a_licensed_component(legal_info, tmp_path):
+    root, esp_files, initramfs = read_image(OUT, "x86_64", tmp_path)
+    shipped = shipped_files(root, esp_files, initramfs)
+    # The BIOS side reads the same initramfs as a file of the ISO.
+    cpio = subprocess.run(["zstd", "-dc", str(root / "boot/initrd.zst")], capture_output=True, check=True).stdout
+    assert cpio_files(cpio) == initramfs, "the ISO's initrd.zst is not the unified image's initramfs"
     for rel in ("boot/vmlinuz", "isolinux/ldlinux.c32", "isolinux/menu.c32"):
         shipped["iso:/" + rel] = sha256(root / rel)
     # xorriso writes the boot info table (bytes 8 to 63) into the ISO's copy
@@ -129,27 +191,23 @@ def test_every_file_of_the_image_belongs_to_a_licensed_component(legal_info, ima
     with open(root / "isolinux/isolinux.bin", "rb") as a, open(debian, "rb") as b:
         assert a.read()[64:] == b.read()[64:], "the ISO's isolinux.bin is not Debian's"
     shipped["iso:/isolinux/isolinux.bin (before the boot info table)"] = sha256(debian)
-    assert len(shipped) > 20, sorted(shipped)
-    for path, digest in sorted(shipped.items()):
-        assert digest in owners, f"{path} is in the image but in no component of legal-info"
-        assert owners[digest] <= components, f"{path}: {owners[digest]} not in table.tsv"
     with open(root / "LICENSES") as f:
-        index = f.read()
-    for name in components:
-        texts = os.path.join(LEGAL, "licenses", name)
-        assert os.path.isdir(texts) and os.listdir(texts), f"{name}: no licence file in legal-info"
-        assert any(p.startswith(f"/usr/share/licenses/{name}/") for p in initramfs), \
-            f"{name}: no licence text in the image"
-        assert f"\n{name} " in index, f"{name} missing from the ISO's LICENSES"
-    # The sources are there and are what the table says.
-    for row in table:
-        if row["file"] != "-":
-            assert sha256(os.path.join(LEGAL, row["file"])) == row["sha256"], row["file"]
-    kinds = {f[0]: f[2] for f in lock_lines()}
-    for name in components:
-        files = [r["file"] for r in table if r["component"] == name]
-        if kinds.get(name) == "src":
-            assert any(f.endswith(".debian.tar.xz") for f in files), f"{name}: no Debian patch archive"
+        assert_owned(legal_info, shipped, initramfs, f.read())
+
+
+def test_every_file_of_the_arm64_image_belongs_to_a_licensed_component(tmp_path):
+    """The same for arm64: its own legal-info (the cross toolchain's libc
+    and runtime, gdisk's pinned libraries), no isolinux, and an ISO that
+    carries the kernel and initramfs once, in the unified image."""
+    legal = make_legal_info("arm64", ARM64_OUT)
+    root, esp_files, initramfs = read_image(ARM64_OUT, "arm64", tmp_path)
+    assert not os.path.exists(root / "isolinux") and not os.path.exists(root / "boot/vmlinuz")
+    assert {"BOOT/BOOTAA64.EFI", "BOOT/mmaa64.efi", "BOOT/grubaa64.efi"} <= set(esp_files), sorted(esp_files)
+    machines = {struct.unpack_from("<H", d, 18)[0] for d in initramfs.values() if d[:4] == b"\x7fELF"}
+    assert machines == {183}, f"ELF machines in the arm64 initramfs: {machines} (183 is AArch64)"
+    with open(root / "LICENSES") as f:
+        components = assert_owned(legal, shipped_files(root, esp_files, initramfs), initramfs, f.read())
+    assert not components & {"isolinux", "syslinux-common", "syslinux"}, components
 
 
 def test_e2fsprogs_rebuilds_the_same_from_legal_info_alone(legal_info, tmp_path):
