@@ -101,7 +101,7 @@ bench-netboot: all ## sizes of out/netboot/; seconds to a shell on each network 
 
 # Two clean builds from the same commit must give the same ISO, byte for byte.
 repro-check: | $(STAMPS)/host-deps ## build twice from clean, the second as another user in another folder, umask, locale and time zone, ccache off; compare (diffoscope on a difference)
-	$(Q)$(NO_JOBSERVER) tests/repro-check
+	$(Q)$(NO_JOBSERVER) REPRO_ARCHES="$(strip $(EXTRESCUE_ARCH) $(OTHER_ARCHES))" tests/repro-check
 
 SUITE ?= trixie
 check-fresh: | $(STAMPS)/host-deps ## build and test the current commit in a fresh Debian root: SUITE=bookworm|trixie
