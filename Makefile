@@ -38,6 +38,9 @@ OUT ?= $(TOP)/out/$(EXTRESCUE_ARCH)
 # Where another architecture's make builds: out/NAME beside out/x86_64, or
 # beside a given OUT as OUT-NAME (never a folder OUT's own name does not hold).
 arch_out = $(if $(filter $(TOP)/out/$(EXTRESCUE_ARCH),$(OUT)),$(TOP)/out/$(1),$(OUT)-$(1))
+# The make of architecture $* (in a rule NAME-%) in its own tree; its
+# recipe line is marked + for make -q and the jobserver.
+ARCH_MAKE = $(MAKE) --no-print-directory EXTRESCUE_ARCH=$* OUT=$(call arch_out,$*)
 BUILD := $(OUT)/build
 STAMPS := $(OUT)/stamps
 EXTRESCUE_CACHE ?= $(HOME)/.cache/extrescue
@@ -221,7 +224,7 @@ all: $(OUT)/SHA256SUMS $(addprefix all-,$(OTHER_ARCHES)) ## build both architect
 # apt-get never meet and a fresh machine makes one key, not two at once.
 .PHONY: $(addprefix all-,$(OTHER_ARCHES))
 $(addprefix all-,$(OTHER_ARCHES)): all-%: | $(STAMPS)/host-deps $(STAMPS)/sb-key
-	+$(Q)$(MAKE) --no-print-directory EXTRESCUE_ARCH=$* OUT=$(call arch_out,$*) all
+	+$(Q)$(ARCH_MAKE) all
 
 $(OUT)/SHA256SUMS: $(ISO) $(NETBOOT_TAR) $(OUT)/write-stick
 	@cd $(OUT) && sha256sum $(notdir $(ISO)) $(notdir $(NETBOOT_TAR)) write-stick manifest > $@

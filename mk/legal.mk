@@ -99,6 +99,8 @@ $(STAMPS)/legal-root: $(STAMPS)/boot-debs $(STAMPS)/shim-debs $(STAMPS)/linux-pa
 .PHONY: legal-info $(addprefix legal-info-,$(OTHER_ARCHES))
 legal-info: $(ISO) $(COMPONENTS) $(addprefix legal-info-,$(OTHER_ARCHES)) ## out/ARCH/legal-info/: every component's sources, patches, licences and a table, per architecture
 	$(Q)TOP=$(TOP) BUILD=$(BUILD) INITRAMFS_LIST=$(BUILD)/initramfs.list ISO_STAGE=$(ISO_STAGE) BOOT_DEBS=$(BOOT_DEBS) ESP_STAGE=$(ESP_STAGE) \
-	  BUSYBOX_BIN=$(BUSYBOX_BIN) EFI_ARCH=$(EFI_ARCH) scripts/legal-info $(LEGAL_INFO) $(COMPONENTS) $(IMAGE_ROOTS)
-$(addprefix legal-info-,$(OTHER_ARCHES)): legal-info-%: | $(STAMPS)/host-deps $(STAMPS)/sb-key
-	+$(Q)$(MAKE) --no-print-directory EXTRESCUE_ARCH=$* OUT=$(call arch_out,$*) legal-info
+	  BUSYBOX_BIN=$(BUSYBOX_BIN) EFI_ARCH=$(EFI_ARCH) BIOS_BOOT=$(BIOS_BOOT) KERNEL=$(BZIMAGE) \
+	  scripts/legal-info $(LEGAL_INFO) $(COMPONENTS) $(IMAGE_ROOTS)
+# After that architecture's all: make all legal-info -jN runs one make in its tree at a time.
+$(addprefix legal-info-,$(OTHER_ARCHES)): legal-info-%: | all-%
+	+$(Q)$(ARCH_MAKE) legal-info

@@ -81,3 +81,11 @@ def loop_device(img):
         yield dev
     finally:
         subprocess.run(["losetup", "-d", dev])
+
+
+def committed_writes(mnt):
+    """Shell that writes what a power cut must not lose to the volume on MNT:
+    file1..file8 ("committed-N") and 8 MiB of random data with its md5sum
+    (big, big.md5), then syncs."""
+    return (f"for i in 1 2 3 4 5 6 7 8; do echo committed-$i > {mnt}/file$i; done && "
+            f"dd if=/dev/urandom of={mnt}/big bs=1M count=8 2>/dev/null && (cd {mnt} && md5sum big > big.md5) && sync")

@@ -9,6 +9,7 @@ import glob
 import os
 import re
 import socket
+import struct
 import subprocess
 import time
 
@@ -300,7 +301,13 @@ def power_cut(guest, name, img, command, disks=None):
     g = guest(name, args)
     g.wait_shell()
     g.check(command)
-    g.child.sendline("echo b > /proc/sysrq-trigger")
+    cut_power(g, img)
+
+
+def cut_power(g, img):
+    """Resets guest G at once (no sync, no unmount; -no-reboot ends QEMU);
+    fails unless IMG's journal is left needing recovery."""
+    g.send_command("echo b > /proc/sysrq-trigger")
     g.expect([pexpect.EOF], scaled(60), "QEMU to stop after the power cut")
     assert "needs_recovery" in host(["dumpe2fs", "-h", img]).stdout, f"{img}: no journal left to recover"
 
@@ -374,3 +381,18 @@ def src_program(name, build):
         r = host(["make", "--no-print-directory", "-C", TOP, *args])
     assert r.returncode == 0, f"building {name} for {build}: {r.stderr[-2000:]}"
     return argv
+
+
+def pe_section(data, name):
+    """(file offset, size) of the PE section NAME in DATA, a PE file's bytes;
+    the size is the section's own (objcopy pads its raw data to the file
+    alignment)."""
+    pe = struct.unpack_from("<I", data, 0x3c)[0]
+    assert data[pe:pe + 4] == b"PE\0\0", "not a PE file"
+    count, optional = struct.unpack_from("<H", data, pe + 6)[0], struct.unpack_from("<H", data, pe + 20)[0]
+    for i in range(count):
+        at = pe + 24 + optional + 40 * i
+        if data[at:at + 8].rstrip(b"\0") == name.encode():
+            vsize, _, rawsize, rawptr = struct.unpack_from("<IIII", data, at + 8)
+            return rawptr, (min(vsize, rawsize) if vsize else rawsize)
+    raise AssertionError(f"no PE section {name}")

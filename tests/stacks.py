@@ -25,6 +25,11 @@ MEMBERS = {
 NAMES = list(MEMBERS)
 
 
+# Prints the device (dm-N) of the ext4 inside LUKS on LVM on RAID1, once assembled.
+STACK_LUKS_DEV = ("for d in /sys/class/block/dm-*; do [ $(cat $d/dm/name) = stackvg-crypt ] && "
+                  "basename $d/holders/*; done; true")
+
+
 def dev(name):
     return "/dev/vd" + chr(ord("a") + NAMES.index(name))
 

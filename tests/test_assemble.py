@@ -12,7 +12,7 @@ import pytest
 import image_cache
 from disks import make_fs, sha256_file
 from harness import boot_with_disks
-from stacks import LUKS_UUID, NAMES, PASS, R5_UUID, prepare
+from stacks import LUKS_UUID, NAMES, PASS, R5_UUID, STACK_LUKS_DEV, prepare
 
 
 def boot(guest, name, images):
@@ -70,7 +70,7 @@ def test_read_only_session_reaches_every_layout_and_writes_nothing(guest, prepar
     raid5 = g.check("ls /dev/md/ | grep r5").strip()
     verify(g, f"/dev/md/{raid5}", "r5")
     verify(g, "/dev/xrvg/data", "lv")
-    luks_lv = g.check("for d in /sys/class/block/dm-*; do [ $(cat $d/dm/name) = stackvg-crypt ] && basename $d/holders/*; done; true").strip()
+    luks_lv = g.check(STACK_LUKS_DEV).strip()
     verify(g, "/dev/" + luks_lv, "stack")
     # Now the degraded RAID1, asked for explicitly: still read-only, no resync.
     out = g.check("rescue-assemble --degraded --quiet", timeout=120)

@@ -3,7 +3,7 @@ made by writing in the image and killing QEMU. A read-only look (rescue-mount,
 its fstab volumes, rescue-fsck check, a LUKS key file's device) replays the
 journal into RAM and shows the last committed files; the disks stay byte for
 byte as they were. Where the overlay does not fit in RAM, noload instead."""
-from disks import blank, make_fs, sha256_file
+from disks import blank, committed_writes, make_fs, sha256_file
 from harness import boot_with_disks, host
 
 KEY = "xr-crash-key-0123456789"
@@ -35,9 +35,7 @@ def crash(guest, tmp_path):
             "cryptsetup open --key-file=/run/key /dev/vdd xrc && mkfs.ext4 -q -L xrcluks /dev/mapper/xrc && "
             "cryptsetup close xrc", timeout=180)
     g.check("mkdir -p /mnt/d /mnt/k && mount /dev/vdb /mnt/d && mount /dev/vdc /mnt/k && "
-            "for i in 1 2 3 4 5 6 7 8; do echo committed-$i > /mnt/d/file$i; done && "
-            "dd if=/dev/urandom of=/mnt/d/big bs=1M count=8 2>/dev/null && (cd /mnt/d && md5sum big > big.md5) && "
-            f"printf %s '{KEY}' > /mnt/k/keyfile && sync")
+            f"printf %s '{KEY}' > /mnt/k/keyfile && " + committed_writes("/mnt/d"))
     # Power cut: no unmount, no checkpoint.
     g.kill()
     for name in ("data", "key"):

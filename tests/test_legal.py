@@ -11,7 +11,7 @@ import tarfile
 
 import pytest
 
-from harness import ARM64_OUT, CCACHE_DIR, OUT, TOP, host, lock_lines
+from harness import ARM64_OUT, CCACHE_DIR, OUT, TOP, host, lock_lines, pe_section
 
 BUILD = os.path.join(OUT, "build")
 STAMPS = os.path.join(OUT, "stamps")
@@ -52,23 +52,11 @@ def cpio_files(data):
         pos = (pos + size + 3) & ~3
 
 
-def pe_section(data, name):
-    """The bytes of PE section NAME (its virtual size: objcopy pads the raw data)."""
-    pe = struct.unpack_from("<I", data, 0x3c)[0]
-    assert data[pe:pe + 4] == b"PE\0\0", "not a PE file"
-    count, optional = struct.unpack_from("<H", data, pe + 6)[0], struct.unpack_from("<H", data, pe + 20)[0]
-    for i in range(count):
-        at = pe + 24 + optional + 40 * i
-        if data[at:at + 8].rstrip(b"\0") == name.encode():
-            vsize, _, rawsize, rawptr = struct.unpack_from("<IIII", data, at + 8)
-            return data[rawptr:rawptr + (min(vsize, rawsize) if vsize else rawsize)]
-    raise AssertionError(f"no section {name}")
-
-
 def read_image(out, arch, folder):
     """The files a machine boots, read back from ARCH's ISO in OUT: its
     ISO 9660 side (ROOT), the files of its EFI system partition, and the
-    initramfs's files from the signed unified image there (name -> bytes)."""
+    initramfs's files from the signed unified image there (name -> bytes),
+    and the sha256 of the kernel there."""
     iso = [f for f in os.listdir(out) if f.startswith("extrescue-") and f.endswith(f"-{arch}.iso")]
     assert len(iso) == 1, f"needs the built {arch} ISO (run make)"
     root = folder / "iso"
@@ -81,9 +69,12 @@ def read_image(out, arch, folder):
     esp_files = {os.path.relpath(os.path.join(d, f), esp): os.path.join(d, f)
                  for d, _, fs in os.walk(esp) for f in fs}
     with open(esp / "extrescue/extrescue.efi", "rb") as f:
-        initrd = pe_section(f.read(), ".initrd")
-    cpio = subprocess.run(["zstd", "-dc"], input=initrd, capture_output=True, check=True).stdout
-    return root, esp_files, cpio_files(cpio)
+        uki = f.read()
+    off, size = pe_section(uki, ".initrd")
+    cpio = subprocess.run(["zstd", "-dc"], input=uki[off:off + size], capture_output=True, check=True).stdout
+    off, size = pe_section(uki, ".linux")
+    kernel = hashlib.sha256(uki[off:off + size]).hexdigest()
+    return root, esp_files, cpio_files(cpio), kernel
 
 
 def make_legal_info(arch, out):
@@ -128,10 +119,12 @@ def assert_owned(legal, shipped, initramfs, index):
     return components
 
 
-def shipped_files(root, esp_files, initramfs):
-    """path -> sha256 of every program in the initramfs and every EFI binary on the ESP."""
+def shipped_files(esp_files, initramfs, kernel):
+    """path -> sha256 of every program in the initramfs, every EFI binary on
+    the ESP and the kernel in the unified image."""
     shipped = {p: hashlib.sha256(d).hexdigest() for p, d in initramfs.items() if d[:4] == b"\x7fELF"}
     shipped.update({f"efiboot.img:/EFI/{rel}": sha256(path) for rel, path in esp_files.items()})
+    shipped["extrescue.efi:.linux"] = kernel
     return shipped
 
 
@@ -178,8 +171,9 @@ def test_corrupt_debian_patch_archive_stops_the_build_with_its_name(tmp_path):
 
 
 def test_every_file_of_the_image_belongs_to_a_licensed_component(legal_info, tmp_path):
-    root, esp_files, initramfs = read_image(OUT, "x86_64", tmp_path)
-    shipped = shipped_files(root, esp_files, initramfs)
+    root, esp_files, initramfs, kernel = read_image(OUT, "x86_64", tmp_path)
+    shipped = shipped_files(esp_files, initramfs, kernel)
+    assert sha256(root / "boot/vmlinuz") == kernel, "isolinux's kernel is not the unified image's"
     # The BIOS side reads the same initramfs as a file of the ISO.
     cpio = subprocess.run(["zstd", "-dc", str(root / "boot/initrd.zst")], capture_output=True, check=True).stdout
     assert cpio_files(cpio) == initramfs, "the ISO's initrd.zst is not the unified image's initramfs"
@@ -200,13 +194,13 @@ def test_every_file_of_the_arm64_image_belongs_to_a_licensed_component(tmp_path)
     and runtime, gdisk's pinned libraries), no isolinux, and an ISO that
     carries the kernel and initramfs once, in the unified image."""
     legal = make_legal_info("arm64", ARM64_OUT)
-    root, esp_files, initramfs = read_image(ARM64_OUT, "arm64", tmp_path)
-    assert not os.path.exists(root / "isolinux") and not os.path.exists(root / "boot/vmlinuz")
+    root, esp_files, initramfs, kernel = read_image(ARM64_OUT, "arm64", tmp_path)
+    assert not [p for p in ("isolinux", "boot/vmlinuz", "boot/initrd.zst") if os.path.exists(root / p)]
     assert {"BOOT/BOOTAA64.EFI", "BOOT/mmaa64.efi", "BOOT/grubaa64.efi"} <= set(esp_files), sorted(esp_files)
     machines = {struct.unpack_from("<H", d, 18)[0] for d in initramfs.values() if d[:4] == b"\x7fELF"}
     assert machines == {183}, f"ELF machines in the arm64 initramfs: {machines} (183 is AArch64)"
     with open(root / "LICENSES") as f:
-        components = assert_owned(legal, shipped_files(root, esp_files, initramfs), initramfs, f.read())
+        components = assert_owned(legal, shipped_files(esp_files, initramfs, kernel), initramfs, f.read())
     assert not components & {"isolinux", "syslinux-common", "syslinux"}, components
 
 

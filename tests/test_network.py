@@ -30,14 +30,14 @@ def free_port():
         return s.getsockname()[1]
 
 
-def boot(guest, name, append, nics, disks=(), arch="x86_64"):
+def boot(guest, name, append, nics, disks=(), arch="x86_64", boot_timeout=120):
     args = ["--arch", arch, "--direct", "--mem", "768", "--append",
             f"console={SERIAL_CONSOLE[arch]},115200n8 " + append]
     for nic in nics:
         args += ["--nic", nic]
     for d in disks:
         args += ["--disk", f"{d},if=virtio-blk,rw"]
-    g = guest(name, args)
+    g = guest(name, args, boot_timeout=boot_timeout)
     g.wait_shell()
     # The network is set up in the background; wait until that is over.
     g.check("n=0; while [ ! -e /run/extrescue/net/ready ] && [ $n -lt 600 ]; do sleep 0.2; n=$((n+1)); done; "

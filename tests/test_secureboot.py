@@ -12,7 +12,7 @@ import time
 import pexpect
 
 from disks import blank, make_fs
-from harness import OUT, TOP, host, scaled
+from harness import OUT, TOP, host, pe_section, scaled
 from stacks import LUKS_FORMAT, PASS
 from test_network import free_port, keypair, ssh
 
@@ -149,14 +149,6 @@ def esp_offset(iso):
     raise AssertionError(f"{iso}: no FAT image with the label EXTRESC-ESP")
 
 
-def section(efi, name):
-    """(file offset, size) of the PE section NAME."""
-    out = host(["objdump", "-h", efi]).stdout
-    m = re.search(rf"^\s*\d+\s+{re.escape(name)}\s+([0-9a-f]+)\s+[0-9a-f]+\s+[0-9a-f]+\s+([0-9a-f]+)", out, re.M)
-    assert m, out
-    return int(m.group(2), 16), int(m.group(1), 16)
-
-
 def test_tampered_image_signed_with_another_key_is_refused(guest, tmp_path):
     iso = str(tmp_path / "tampered.iso")
     shutil.copyfile(max((os.path.join(OUT, f) for f in os.listdir(OUT) if f.endswith("-x86_64.iso")),
@@ -168,7 +160,8 @@ def test_tampered_image_signed_with_another_key_is_refused(guest, tmp_path):
     # One byte of the initramfs changed, the signature made again with a key
     # that is not enrolled.
     subprocess.run(["sbattach", "--remove", uki], check=True, capture_output=True)
-    off, size = section(uki, ".initrd")
+    with open(uki, "rb") as f:
+        off, size = pe_section(f.read(), ".initrd")
     with open(uki, "r+b") as f:
         f.seek(off + size // 2)
         byte = f.read(1)
