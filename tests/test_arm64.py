@@ -88,6 +88,18 @@ def test_arm64_uefi_http_boot_of_the_unified_image(guest):
         server.close()
 
 
+def test_arm64_uefi_pxe_of_the_unified_image(guest):
+    """AAVMF's PXE fetches the arm64 extrescue.efi by TFTP from
+    out/arm64/netboot/arm64/, as the dnsmasq example answers architecture 11."""
+    g = guest("arm64-netboot-tftp", ["--arch", "arm64", "--mem", "768", "--nic", "virtio-net-pci",
+                                     "--netboot", "extrescue.efi"], boot_timeout=360)
+    g.wait_shell()
+    assert "Start PXE over IPv4" in g.serial_log()
+    assert g.check("cat /proc/cmdline").strip() == "console=tty0 console=ttyAMA0,115200n8"
+    assert g.check("uname -m").strip() == "aarch64"
+    g.assert_no_fatal()
+
+
 def test_arm64_secure_boot_with_the_key_enrolled(guest):
     """AAVMF with Microsoft's keys and Secure Boot on starts Debian's arm64
     shim, which starts our signed systemd-boot and unified image once the
