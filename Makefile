@@ -234,8 +234,13 @@ $(OUT)/SHA256SUMS: $(ISO) $(NETBOOT_TAR) $(OUT)/write-stick
 $(OUT)/write-stick: initramfs/rootfs/sbin/rescue-stick
 	@install -D -m 0755 $< $@
 
-.PHONY: source
-source: | $(STAMPS)/host-deps ## download and verify every pinned input
+# Each architecture's pins: a plain make source (source-archive) does both, as all does.
+.PHONY: source $(addprefix source-,$(OTHER_ARCHES)) $(addprefix source-archive-,$(OTHER_ARCHES))
+$(addprefix source-,$(OTHER_ARCHES)): source-%: | $(STAMPS)/host-deps
+	+$(Q)$(ARCH_MAKE) source
+$(addprefix source-archive-,$(OTHER_ARCHES)): source-archive-%: | $(STAMPS)/host-deps source-%
+	+$(Q)$(ARCH_MAKE) source-archive
+source: $(addprefix source-,$(OTHER_ARCHES)) | $(STAMPS)/host-deps ## download and verify every pinned input (of both architectures)
 	@awk '!/^#/ && NF {print $$1, $$8}' $(LOCK) | while read -r n patches; do scripts/fetch $$n >/dev/null || exit 1; \
 	  [ "$$patches" = - ] || scripts/fetch $$n patches >/dev/null || exit 1; done
 	@echo "source: all pins present in $(DL_DIR)"
@@ -244,7 +249,7 @@ source: | $(STAMPS)/host-deps ## download and verify every pinned input
 # over HTTP it is a second archive (EXTRESCUE_SNAPSHOT_MIRROR) for any build.
 SOURCE_ARCHIVE := $(OUT)/source-archive
 .PHONY: source-archive
-source-archive: source ## every pinned input in Debian's pool layout with SHA256SUMS, in out/source-archive/
+source-archive: source $(addprefix source-archive-,$(OTHER_ARCHES)) ## every pinned input in Debian's pool layout with SHA256SUMS, in out/ARCH/source-archive/
 	@rm -rf "$(SOURCE_ARCHIVE)" && mkdir -p "$(SOURCE_ARCHIVE)"
 	@awk '!/^#/ && NF {print $$1, $$8}' $(LOCK) | while read -r n patches; do \
 	  for w in main $$([ "$$patches" = - ] || echo patches); do \
