@@ -16,8 +16,13 @@ LINUX_KEEPS_OBJECTS := yes
 # KCPPFLAGS: under ccache the compiler sees ../linux-src/... (CCACHE_BASEDIR);
 # mapped away as the kernel maps its absolute source path, __FILE__ is the
 # same with and without the cache.
+# RUSTC/HOSTRUSTC: Kconfig asks whatever rustc is on PATH for its version
+# (a rustup one in root's PATH, none for another user), which put
+# CONFIG_RUSTC_VERSION and RUSTC_HAS_* into .config, the manifest and the
+# cache key. The image has no Rust code, so Kconfig is told there is none.
 LINUX_MAKE = $(MAKE) -C $(LINUX_SRC) O=$(LINUX_OBJ) ARCH=$(KERNEL_ARCH) \
 	CROSS_COMPILE=$(TARGET_CROSS) CC="$(strip $(CCACHE) $(TARGET_CROSS)gcc)" HOSTCC="$(strip $(CCACHE) gcc)" \
+	RUSTC=false HOSTRUSTC=false \
 	KBUILD_BUILD_TIMESTAMP=@$(SOURCE_DATE_EPOCH) KBUILD_BUILD_USER=extrescue \
 	KBUILD_BUILD_HOST=extrescue KBUILD_BUILD_VERSION=1 KCPPFLAGS=-fmacro-prefix-map=../linux-src/=
 
