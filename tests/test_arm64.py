@@ -1,5 +1,5 @@
 """The arm64 image on QEMU's virt machine (TCG) with AAVMF, its UEFI: the
-ISO as CD and as USB stick to a root shell on the PL011 console (ttyAMA0)
+ISO as CD, as USB stick and as a stick made by write-stick to a root shell on the PL011 console (ttyAMA0)
 with no key pressed, and the unattended repair with its undo file, as on
 x86_64."""
 import os
@@ -45,6 +45,31 @@ def test_arm64_iso_boots_to_shell(guest, medium):
         assert status == 0, f"{probe}: {out}"
     # Nothing of the boot medium is mounted; the banner named the ext volumes.
     assert not re.search(r"^/dev/(sd|vd|nvme|sr)", g.check("cat /proc/mounts"), re.M)
+    assert g.poweroff() == 0
+    g.assert_no_fatal()
+
+
+def test_arm64_stick_made_by_write_stick(guest, tmp_path):
+    """The arm64 ISO made into a stick by write-stick, with the owner's key
+    and parameters: its tables verify and the ISO's bytes are kept; AAVMF
+    boots it, the boot finds its own EXTRESCUE partition by the boot
+    loader's word, takes the stick's parameters, and the stick's key opens SSH."""
+    from test_network import free_port, network_ready, ssh
+    from test_stick import assert_iso_kept, assert_tables_verify, iso, owner_stick
+    image = iso(ARM64_OUT)
+    stick, key = owner_stick(tmp_path, "arm64", cmdline="ip=dhcp rescue.undo=none", image=image)
+    assert_tables_verify(stick)
+    assert_iso_kept(stick, image)
+    port = free_port()
+    g = guest("arm64-stick", ["--arch", "arm64", "--medium", "usb", "--iso", stick,
+                              "--nic", f"virtio-net-pci,fwd={port}:22"], boot_timeout=300)
+    g.wait_shell()
+    summary = g.check("cat /run/extrescue/stick/summary")
+    assert "Stick: /dev/sda2 (EXTRESCUE on the disk this system booted from)" in summary, summary
+    network_ready(g)
+    r = ssh(key, port, "uname -m; cat /run/extrescue/param/undo", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["aarch64", "none"], r.stdout
     assert g.poweroff() == 0
     g.assert_no_fatal()
 

@@ -16,6 +16,7 @@ import pytest
 
 from disks import damaged, make_fs, sha256_file
 from harness import OUT, TOP, host, power_cut, scaled
+from test_network import network_ready
 
 NETBOOT = os.path.join(OUT, "netboot")
 BOOT_MAC = "52:54:00:12:34:56"   # QEMU's first NIC
@@ -114,11 +115,6 @@ def boot(guest, name, bootfile, firmware="bios", nics=("virtio-net-pci",), extra
     seconds = g.wait_shell()
     print(f"netboot {name}: shell {seconds:.1f} s after QEMU started")
     return g
-
-
-def network_ready(g):
-    g.check("n=0; while [ ! -e /run/extrescue/net/ready ] && [ $n -lt 600 ]; do sleep 0.2; n=$((n+1)); done; "
-            "[ -e /run/extrescue/net/ready ]", timeout=180)
 
 
 def test_bios_pxe_by_tftp_configures_only_the_nic_that_booted(guest):

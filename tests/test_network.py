@@ -39,10 +39,14 @@ def boot(guest, name, append, nics, disks=(), arch="x86_64", boot_timeout=120):
         args += ["--disk", f"{d},if=virtio-blk,rw"]
     g = guest(name, args, boot_timeout=boot_timeout)
     g.wait_shell()
-    # The network is set up in the background; wait until that is over.
+    network_ready(g)
+    return g
+
+
+def network_ready(g):
+    """The network is set up in the background; wait until that is over."""
     g.check("n=0; while [ ! -e /run/extrescue/net/ready ] && [ $n -lt 600 ]; do sleep 0.2; n=$((n+1)); done; "
             "[ -e /run/extrescue/net/ready ]", timeout=180)
-    return g
 
 
 def listening(g):

@@ -14,7 +14,7 @@ import pytest
 
 from disks import damaged, fsck_clean, make_fs, sha256_file
 from harness import OUT, TOP, host
-from test_network import free_port, keypair, ssh
+from test_network import free_port, keypair, network_ready, ssh
 from test_secureboot import sb_args
 
 WRITE_STICK = os.path.join(TOP, "scripts", "write-stick")
@@ -26,9 +26,9 @@ KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOm9x3tQ5cX0m0l2vO7lC8b0y4S8m1m8Zq3Y7
 TABLES = [(446, 510), (SECTOR, 34 * SECTOR)]
 
 
-def iso():
-    found = glob.glob(os.path.join(OUT, "extrescue-*.iso"))
-    assert len(found) == 1, "needs the built ISO (run make)"
+def iso(out=OUT):
+    found = glob.glob(os.path.join(out, "extrescue-*.iso"))
+    assert len(found) == 1, f"needs the built ISO in {out} (run make)"
     return found[0]
 
 
@@ -60,9 +60,9 @@ def fat_file(img, path):
     return mtools("mtype", "-i", f"{img}@@{data_offset(img)}", f"::{path}")
 
 
-def assert_iso_kept(img):
+def assert_iso_kept(img, image=None):
     """Every byte of the ISO but the partition tables is on the stick as written."""
-    with open(iso(), "rb") as a, open(img, "rb") as b:
+    with open(image or iso(), "rb") as a, open(img, "rb") as b:
         want = a.read()
         got = b.read(len(want))
     for lo, hi in TABLES:
@@ -215,13 +215,14 @@ def test_rescue_stick_on_the_running_system(guest, tmp_path):
 # Reading the stick at boot: keys and parameters taken as data, only from the
 # stick this system booted from or the one rescue.stick= names.
 
-def owner_stick(folder, name, cmdline="rescue.undo=none init=/bin/sh"):
-    """A stick with the owner's key and CMDLINE; returns (image, private key)."""
+def owner_stick(folder, name, cmdline="rescue.undo=none init=/bin/sh", image=None):
+    """A stick of IMAGE (this architecture's ISO) with the owner's key and
+    CMDLINE; returns (stick, private key)."""
     key, pub = keypair(str(folder), f"{name}-owner")
     keys = folder / f"{name}.pub"
     keys.write_text(pub + "\n")
     img = blank(folder / f"{name}.img", 256 << 20)
-    r = write_stick(iso(), img, "--keys", keys, "--cmdline", cmdline)
+    r = write_stick(image or iso(), img, "--keys", keys, "--cmdline", cmdline)
     assert r.returncode == 0, r.stderr
     return img, key
 
@@ -260,8 +261,7 @@ def test_keys_and_parameters_from_the_stick_reach_ssh(guest, tmp_path):
                              "--disk", f"{planted},if=virtio-blk,rw", "--disk", f"{ext4},if=virtio-blk,rw"],
               boot_timeout=180)
     g.wait_shell()
-    g.check("n=0; while [ ! -e /run/extrescue/net/ready ] && [ $n -lt 600 ]; do sleep 0.2; n=$((n+1)); done; "
-            "[ -e /run/extrescue/net/ready ]", timeout=180)
+    network_ready(g)
     assert "rescue.ssh_key" not in g.check("cat /proc/cmdline")
     # rescue.undo=none from the stick's cmdline; rescue.after=poweroff from the planted one is not.
     r = ssh(key, port, "echo $(cat /run/extrescue/param/undo); [ -e /run/extrescue/param/after ] || echo no-after",
