@@ -1,16 +1,14 @@
 """The arm64 image on QEMU's virt machine (TCG) with AAVMF, its UEFI: the
-ISO as CD, as USB stick and as a stick made by write-stick to a root shell on the PL011 console (ttyAMA0)
-with no key pressed, and the unattended repair with its undo file, as on
-x86_64."""
+ISO as CD, as USB stick and as a stick made by write-stick to a root shell
+on the PL011 console (ttyAMA0) with no key pressed, and the unattended
+repair with its undo file, as on x86_64."""
 import os
 import re
-import shutil
-import subprocess
 
 import pytest
 
-from disks import cat, damaged, fsck_clean, make_fs, sha256_file
-from harness import ARM64_OUT, host, run_to_poweroff
+from harness import ARM64_OUT
+from test_rescue_fsck import repair_with_undo
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -75,25 +73,7 @@ def test_arm64_stick_made_by_write_stick(guest, tmp_path):
 
 
 def test_arm64_repair_with_undo(guest, tmp_path):
-    """rescue.fsck=repair of a damaged volume: the host's e2fsck finds it
-    clean afterwards, and the undo file takes the repair back."""
-    bad = damaged(tmp_path, "bad")
-    original = str(tmp_path / "bad.orig")
-    shutil.copy(bad, original)
-    undo_disk = str(tmp_path / "undo.img")
-    make_fs(undo_disk, "64M", label="undo")
-    log = run_to_poweroff(guest, "arm64-fsck-repair", [bad, undo_disk],
-                          "rescue.fsck=repair rescue.devices=vda rescue.undo=LABEL=undo", arch="arm64",
-                          timeout=300)
-    m = re.search(r"e2undo /run/undo-disk(/extrescue-undo/vda-\d{8}-\d{6}-0\.e2undo) /dev/vda", log)
-    assert "errors corrected" in log and m, log[-2000:]
-    fsck_clean(bad)
-    assert cat(bad, "/dir0/file000")
-    undo = tmp_path / "vda.e2undo"
-    subprocess.run(["debugfs", "-R", f"dump {m.group(1)} {undo}", undo_disk], check=True, capture_output=True)
-    r = host(["e2undo", str(undo), bad])
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert sha256_file(bad) == sha256_file(original), "e2undo did not restore the damaged original"
+    repair_with_undo(guest, tmp_path, "arm64-fsck-repair", arch="arm64", timeout=300)
 
 
 def test_arm64_uefi_http_boot_of_the_unified_image(guest):

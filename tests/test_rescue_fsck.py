@@ -30,26 +30,30 @@ def damaged_and_undo_disk(tmp_path, name):
     return bad, original, undo_disk
 
 
-def test_repair_with_undo_on_a_named_disk(guest, tmp_path):
+def dump(img, path, to):
+    subprocess.run(["debugfs", "-R", f"dump {path} {to}", img], check=True, capture_output=True)
+    return str(to)
+
+
+def repair_with_undo(guest, tmp_path, name, arch="x86_64", timeout=180):
+    """rescue.fsck=repair of a damaged volume on ARCH, its undo file on a
+    disk labelled undo: the host's e2fsck finds the volume clean, files
+    outside the damage survive, and the undo file takes the repair back."""
     bad, original, undo_disk = damaged_and_undo_disk(tmp_path, "bad")
-    log = run_to_poweroff(guest, "fsck-repair", [bad, undo_disk],
-                          "rescue.fsck=repair rescue.devices=vda rescue.undo=LABEL=undo")
+    log = run_to_poweroff(guest, name, [bad, undo_disk],
+                          "rescue.fsck=repair rescue.devices=vda rescue.undo=LABEL=undo", arch=arch, timeout=timeout)
     m = re.search(r"e2undo /run/undo-disk(/extrescue-undo/vda-\d{8}-\d{6}-0\.e2undo) /dev/vda", log)
     assert "errors corrected" in log and m, log[-2000:]
     fsck_clean(bad)
     # Files outside the damage survive; the cleared one is gone (or in lost+found).
     assert cat(bad, "/dir0/file000") and cat(bad, "/dir2/file002")
-    undo = tmp_path / "vda.e2undo"
-    subprocess.run(["debugfs", "-R", f"dump {m.group(1)} {undo}", undo_disk],
-                   check=True, capture_output=True)
-    r = host(["e2undo", str(undo), bad])
+    r = host(["e2undo", dump(undo_disk, m.group(1), tmp_path / "vda.e2undo"), bad])
     assert r.returncode == 0, r.stdout + r.stderr
     assert sha256_file(bad) == sha256_file(original), "e2undo did not restore the damaged original"
 
 
-def dump(img, path, to):
-    subprocess.run(["debugfs", "-R", f"dump {path} {to}", img], check=True, capture_output=True)
-    return str(to)
+def test_repair_with_undo_on_a_named_disk(guest, tmp_path):
+    repair_with_undo(guest, tmp_path, "fsck-repair")
 
 
 def test_two_repairs_keep_both_undo_files(guest, tmp_path):
