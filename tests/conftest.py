@@ -122,9 +122,9 @@ CACHED = {**server.CACHED_SERVERS, **{f: b.cache_name for f, b in server_breaks.
 # (tests/image_cache.py), so a worker that needs one uses another's;
 # the program fixtures of the unit tests run make for a build of ours that
 # make test built already (harness.src_program, under a lock); "golden" is
-# one mke2fs on the host.
+# one mke2fs on the host; "arm64_built" only looks for the arm64 ISO.
 CHEAP_SHARED = {"tmp_path_factory", "_drop_module_folders", "worker_id", "testrun_uid",
-                "extscan", "cmdline", "authkeys", "report", "inroot", "golden"} | set(CACHED)
+                "extscan", "cmdline", "authkeys", "report", "inroot", "golden", "arm64_built"} | set(CACHED)
 # A server not in the cache yet holds its tests together instead: spread,
 # every worker would start on it, one building for minutes, the others
 # waiting on the cache's lock with their cores unused. Seconds a build adds to

@@ -216,7 +216,7 @@ def test_rescue_stick_on_the_running_system(guest, tmp_path):
 # stick this system booted from or the one rescue.stick= names.
 
 def owner_stick(folder, name, cmdline="rescue.undo=none init=/bin/sh", image=None):
-    """A stick of IMAGE (this architecture's ISO) with the owner's key and
+    """A stick of IMAGE (default: OUT's ISO) with the owner's key and
     CMDLINE; returns (stick, private key)."""
     key, pub = keypair(str(folder), f"{name}-owner")
     keys = folder / f"{name}.pub"

@@ -13,16 +13,21 @@ BZIMAGE := $(LINUX_OBJ)/$(KERNEL_IMAGE)
 # Kbuild redoes what a changed option or flag touches (its .cmd files): a
 # reconfigure builds on the objects there (mk/pkg.mk's honest rebuilds).
 LINUX_KEEPS_OBJECTS := yes
+# What every run of the kernel's make is told, the build's and menuconfig's
+# copy alike (or the copy's .config would differ in what Kconfig probes).
+# RUSTC: Kconfig asks $(RUSTC) for its version (rustc-version.sh,
+# rustc-llvm-version.sh); a rustup rustc in root's PATH set RUSTC_VERSION
+# and RUSTC_LLVM_* to its own and added RUSTC_HAS_*=y, where another user
+# got 0, so .config, the manifest and the cache key depended on the user.
+# With false every user gets the values of no rustc (the image has no
+# Rust code); HOSTRUSTC, for Rust host programs, goes with it.
+LINUX_TOOL_FLAGS = ARCH=$(KERNEL_ARCH) \
+	CROSS_COMPILE=$(TARGET_CROSS) CC="$(strip $(CCACHE) $(TARGET_CROSS)gcc)" HOSTCC="$(strip $(CCACHE) gcc)" \
+	RUSTC=false HOSTRUSTC=false
 # KCPPFLAGS: under ccache the compiler sees ../linux-src/... (CCACHE_BASEDIR);
 # mapped away as the kernel maps its absolute source path, __FILE__ is the
 # same with and without the cache.
-# RUSTC/HOSTRUSTC: Kconfig asks whatever rustc is on PATH for its version
-# (a rustup one in root's PATH, none for another user), which put
-# CONFIG_RUSTC_VERSION and RUSTC_HAS_* into .config, the manifest and the
-# cache key. The image has no Rust code, so Kconfig is told there is none.
-LINUX_MAKE = $(MAKE) -C $(LINUX_SRC) O=$(LINUX_OBJ) ARCH=$(KERNEL_ARCH) \
-	CROSS_COMPILE=$(TARGET_CROSS) CC="$(strip $(CCACHE) $(TARGET_CROSS)gcc)" HOSTCC="$(strip $(CCACHE) gcc)" \
-	RUSTC=false HOSTRUSTC=false \
+LINUX_MAKE = $(MAKE) -C $(LINUX_SRC) O=$(LINUX_OBJ) $(LINUX_TOOL_FLAGS) \
 	KBUILD_BUILD_TIMESTAMP=@$(SOURCE_DATE_EPOCH) KBUILD_BUILD_USER=extrescue \
 	KBUILD_BUILD_HOST=extrescue KBUILD_BUILD_VERSION=1 KCPPFLAGS=-fmacro-prefix-map=../linux-src/=
 
@@ -113,7 +118,7 @@ LINUX_MENUCONFIG_FRAGMENT := package/linux/config/menuconfig.config
 linux-menuconfig: $(STAMPS)/linux-configured ## edit the kernel config; the changes go to package/linux/config/menuconfig.config
 	$(Q)rm -rf $(BUILD)/linux-menuconfig && mkdir -p $(BUILD)/linux-menuconfig
 	$(Q)cp $(LINUX_OBJ)/.config $(BUILD)/linux-menuconfig/.config
-	$(Q)$(MAKE) -C $(LINUX_SRC) O=$(BUILD)/linux-menuconfig ARCH=$(KERNEL_ARCH) menuconfig
+	$(Q)$(MAKE) -C $(LINUX_SRC) O=$(BUILD)/linux-menuconfig $(LINUX_TOOL_FLAGS) menuconfig
 	$(Q)$(LINUX_SRC)/scripts/diffconfig -m $(LINUX_OBJ)/.config $(BUILD)/linux-menuconfig/.config > $(BUILD)/linux-menuconfig/diff
 	$(Q)if [ -s $(BUILD)/linux-menuconfig/diff ]; then \
 	  { [ -f $(LINUX_MENUCONFIG_FRAGMENT) ] || echo "# Options set with make linux-menuconfig (scripts/diffconfig against the merged config)."; \
