@@ -226,8 +226,8 @@ all: $(OUT)/SHA256SUMS $(addprefix all-,$(OTHER_ARCHES)) ## build both architect
 $(addprefix all-,$(OTHER_ARCHES)): all-%: | $(STAMPS)/host-deps $(STAMPS)/sb-key
 	+$(Q)$(ARCH_MAKE) all
 
-$(OUT)/SHA256SUMS: $(ISO) $(NETBOOT_TAR) $(OUT)/write-stick
-	@cd $(OUT) && sha256sum $(notdir $(ISO)) $(notdir $(NETBOOT_TAR)) write-stick manifest > $@
+$(OUT)/SHA256SUMS: $(ISO) $(NETBOOT_TAR) $(OUT)/write-stick $(OUT)/disk-inuse
+	@cd $(OUT) && sha256sum $(notdir $(ISO)) $(notdir $(NETBOOT_TAR)) write-stick disk-inuse manifest > $@
 
 # The stick writer beside the ISO, for whoever has only the release; the
 # image carries the same script as rescue-stick.

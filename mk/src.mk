@@ -73,16 +73,26 @@ INROOT_SRC := src/inroot.c src/inroot-replace.c src/inroot.h
 $(eval $(call static_tool,$(SRC_ROOT)/lib/extrescue/inroot,$(INROOT_SRC)))
 $(eval $(call host_tool,$(SRC_OBJ)/host/inroot,$(INROOT_SRC),$(SANITIZE)))
 
+# disk-inuse: is a disk in use by any of its names; the one answer of
+# rescue-stick (write-stick), qemu/run and iobench. A static host build goes
+# beside write-stick in out/ARCH/, where write-stick and qemu/run find it.
+INUSE_SRC := src/inuse.c src/inuse.h
+DISK_INUSE_SRC := src/disk-inuse.c $(INUSE_SRC)
+$(eval $(call static_tool,$(SRC_ROOT)/sbin/disk-inuse,$(DISK_INUSE_SRC)))
+$(eval $(call host_tool,$(SRC_OBJ)/host/disk-inuse,$(DISK_INUSE_SRC),$(SANITIZE)))
+$(eval $(call host_tool,$(OUT)/disk-inuse,$(DISK_INUSE_SRC),-static -s))
+
 # iobench: the same source builds for the host so a loop device there gives
 # the side-by-side table.
-IOBENCH_SRC := src/iobench.c src/iobench-dev.c src/iobench-work.c src/iobench-report.c src/iobench-read.c src/md5.c
-IOBENCH_DEPS := $(IOBENCH_SRC) $(wildcard src/iobench*.h) src/md5.h
+IOBENCH_SRC := src/iobench.c src/iobench-dev.c src/iobench-work.c src/iobench-report.c src/iobench-read.c src/md5.c \
+	src/inuse.c
+IOBENCH_DEPS := $(IOBENCH_SRC) $(wildcard src/iobench*.h) src/md5.h src/inuse.h
 $(eval $(call static_tool,$(SRC_ROOT)/sbin/iobench,$(IOBENCH_DEPS)))
 $(eval $(call host_tool,$(SRC_OBJ)/host/iobench,$(IOBENCH_DEPS)))
 
 # Every program of ours the image carries; `make src-programs` builds them
 # alone (for EXTRESCUE_ARCH=arm64, the tests run them under qemu-aarch64).
-SRC_PROGRAMS := $(addprefix $(SRC_ROOT)/,sbin/extscan sbin/iobench lib/extrescue/inroot sbin/cmdline \
+SRC_PROGRAMS := $(addprefix $(SRC_ROOT)/,sbin/extscan sbin/iobench sbin/disk-inuse lib/extrescue/inroot sbin/cmdline \
 	lib/extrescue/authkeys lib/extrescue/report usr/sbin/efibootmgr usr/sbin/nvme)
 .PHONY: src-programs
 src-programs: $(SRC_PROGRAMS) ## our own programs (src/), static, for the target architecture

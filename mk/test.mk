@@ -18,7 +18,7 @@ export EXTRESCUE_TIMEOUT_SCALE
 # first gave, and the time table comes after them; the target fails if
 # either failed.
 TEST_JOBS ?= $(shell n=$$(($$(nproc) + 1)); [ $$n -gt 8 ] && n=8; echo $$n)
-TEST_HOST_TOOLS := $(addprefix $(SRC_OBJ)/host/,extscan cmdline authkeys report inroot) \
+TEST_HOST_TOOLS := $(addprefix $(SRC_OBJ)/host/,extscan cmdline authkeys report inroot disk-inuse) \
 	$(SRC_OBJ)/test-fast-string $(SRC_OBJ)/test-aligned-alloc
 # The unit tests of our programs also run their arm64 build, made here in
 # its own tree (out/arm64; arch_out) by a make of that architecture, under Debian 13's

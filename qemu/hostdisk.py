@@ -1,13 +1,19 @@
-"""Which host block devices are in use, so that qemu/run never hands the
-guest a disk the host itself is using: mounted, swapped on, or built upon
-by md, device-mapper (LVM, LUKS, multipath) or bcache, the disk or any of
-its partitions. The host's tables are read from EXTRESCUE_PROCFS and
-EXTRESCUE_SYSFS (default /proc and /sys), so tests can give a tree of their
-own; the kernel's own word (an O_EXCL open) is asked as well."""
-import errno
+"""What qemu/run needs to know of host block devices: their names, sizes
+and sector sizes, and whether the host uses them by any name, so that the
+guest is never handed a disk the host itself is using. That last answer
+is disk-inuse's (src/inuse.c), the one write-stick and iobench give too:
+mounted, swap, holders, the kernel's exclusive open, and every other name
+of the same storage (a loop device over the same file, the same wwid,
+NGUID or EUI). The host's tables are read from EXTRESCUE_PROCFS and
+EXTRESCUE_SYSFS (default /proc and /sys), so tests can give a tree of
+their own."""
+import glob
 import os
+import platform
 import re
+import shutil
 import stat
+import subprocess
 
 
 def procfs():
@@ -48,16 +54,6 @@ def mounts():
         if len(f) >= 5 and len(r) >= 2:
             found.append((f[2], _unescape(r[1]), _unescape(f[4])))
     return found
-
-
-def swaps():
-    """Names (as in /dev) of the block devices the host swaps on."""
-    names = set()
-    for line in _read(os.path.join(procfs(), "swaps")).splitlines()[1:]:
-        f = line.split()
-        if f and f[1:2] == ["partition"]:
-            names.add(os.path.basename(_unescape(f[0])))
-    return names
 
 
 def block_name(path):
@@ -110,58 +106,48 @@ def _dev_of(name):
     return _read(os.path.join(sysfs(), "class", "block", name, "dev")).strip()
 
 
-def partitions(name):
-    """NAME and the names of its partitions."""
-    base = os.path.join(sysfs(), "class", "block", name)
-    names = [name]
-    try:
-        entries = sorted(os.listdir(base))
-    except OSError:
-        return names
-    return names + [e for e in entries if os.path.exists(os.path.join(base, e, "partition"))]
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT_ARCH = {"x86_64": "x86_64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
 
 
-def _holder_text(holder):
-    dm = _read(os.path.join(sysfs(), "class", "block", holder, "dm", "name")).strip()
-    if dm:
-        return f"{holder} ({dm})"
-    return holder
+class InUseToolMissing(Exception):
+    pass
+
+
+def disk_inuse_tool():
+    """The disk-inuse program: EXTRESCUE_DISK_INUSE, else the build's
+    out/ARCH/disk-inuse beside write-stick, else one on PATH."""
+    named = os.environ.get("EXTRESCUE_DISK_INUSE")
+    out = os.path.join(os.path.dirname(HERE), "out")
+    # Each architecture's out/ has a build for this host; this host's first.
+    built = [os.path.join(out, OUT_ARCH, "disk-inuse")] + sorted(glob.glob(os.path.join(out, "*", "disk-inuse")))
+    tool = named or next((b for b in built if os.access(b, os.X_OK)), None) or shutil.which("disk-inuse")
+    if not tool or not os.access(tool, os.X_OK):
+        raise InUseToolMissing(f"disk-inuse is missing ({named or built[0]}): make builds it; it decides whether "
+                               "a host disk is in use by any of its names")
+    return tool
+
+
+def _ask(args):
+    r = subprocess.run([disk_inuse_tool(), *args], capture_output=True, text=True, timeout=60)
+    if r.returncode == 0:
+        return []
+    if r.returncode == 1:
+        return r.stdout.splitlines()
+    # A device it cannot look at counts as in use: refused, with its reason.
+    return [r.stderr.strip().removeprefix("disk-inuse: ") or f"disk-inuse failed ({r.returncode})"]
 
 
 def users(name):
-    """What uses block device NAME or one of its partitions, as short
-    phrases ("/dev/sdb2 is mounted on /srv"); empty when nothing does."""
-    found = []
-    table, swapped = mounts(), swaps()
-    for part in partitions(name):
-        dev = _dev_of(part)
-        for majmin, source, where in table:
-            # By number, and by name for filesystems that show an anonymous
-            # device number (btrfs).
-            if (dev and majmin == dev) or (source.startswith("/dev/") and
-                                           part in (os.path.basename(source), block_name(source))):
-                found.append(f"/dev/{part} is mounted on {where}")
-                break
-        if part in swapped:
-            found.append(f"/dev/{part} is swap space")
-        holders = os.path.join(sysfs(), "class", "block", part, "holders")
-        held = sorted(os.listdir(holders)) if os.path.isdir(holders) else []
-        if held:
-            found.append(f"/dev/{part} is held by {', '.join(_holder_text(h) for h in held)}")
-    return found
+    """What uses block device NAME (a kernel name), one of its partitions, or
+    another name of the same storage, as short phrases; empty when nothing."""
+    return _ask(["--name", name])
 
 
-def exclusive_refusal(path):
-    """The kernel's answer to an exclusive open of PATH: None when it grants
-    it (nothing mounts or claims the device), else the reason."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_EXCL | os.O_CLOEXEC)
-    except OSError as e:
-        if e.errno == errno.EBUSY:
-            return f"{path} is in use by the host (the kernel refused an exclusive open)"
-        return f"{path} cannot be opened: {e.strerror}"
-    os.close(fd)
-    return None
+def users_of_path(path):
+    """The same for a block device or image file by path; the phrases name
+    it as given."""
+    return _ask([path])
 
 
 def _whole_disks(name, seen=None):

@@ -92,10 +92,12 @@ def plan(bdfs):
         if mine:
             raise VfioError(f"{bdf} holds the host's root disk /dev/{mine[0]}: never passed through")
         for name in disks:
-            used = hostdisk.users(name)
-            if not used and os.path.exists(f"/dev/{name}"):
-                refusal = hostdisk.exclusive_refusal(f"/dev/{name}")
-                used = [refusal] if refusal else []
+            # By any name: the second port of a dual-path disk may be in use
+            # through another HBA (disk-inuse, as write-stick and --disk).
+            try:
+                used = hostdisk.users(name)
+            except hostdisk.InUseToolMissing as e:
+                raise VfioError(str(e))
             if used:
                 raise VfioError(f"{bdf} holds {used[0]}: unmount, swapoff or stop it first "
                                 "(a passed controller cannot be read-only)")

@@ -1,6 +1,5 @@
-/* Device checks for iobench: mounted, held, in use, or holding anything
+/* Device checks for iobench: in use by any name (inuse.c), or holding anything
  * libblkid recognises (through blkid -p, the same probe as wipefs). */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -13,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "inuse.h"
 #include "iobench-dev.h"
 
 int dev_identify(const char *path, struct blockdev *d, char *why, size_t len)
@@ -49,84 +49,15 @@ int dev_same(const char *a, const char *b)
 	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-/* The device and its partitions, as "maj:min" strings (at most 64). */
-static int family(dev_t rdev, char ids[][24], int max)
-{
-	char dir[96];
-	int n = 0;
-	snprintf(ids[n++], 24, "%u:%u", major(rdev), minor(rdev));
-	snprintf(dir, sizeof(dir), "/sys/dev/block/%u:%u", major(rdev), minor(rdev));
-	DIR *dp = opendir(dir);
-	if (!dp)
-		return n;
-	struct dirent *e;
-	while (n < max && (e = readdir(dp))) {
-		char path[400], buf[24];
-		snprintf(path, sizeof(path), "%s/%s/dev", dir, e->d_name);
-		FILE *f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(buf, sizeof(buf), f)) {
-			buf[strcspn(buf, "\n")] = 0;
-			snprintf(ids[n++], 24, "%s", buf);
-		}
-		fclose(f);
-	}
-	closedir(dp);
-	return n;
-}
-
-/* ID is one of family()'s MAJ:MIN strings (at most 23 characters); the
- * bound is written out because gcc cannot see it through the pointer. */
-static int has_holders(const char *id)
-{
-	char path[96];
-	snprintf(path, sizeof(path), "/sys/dev/block/%.23s/holders", id);
-	DIR *dp = opendir(path);
-	if (!dp)
-		return 0;
-	struct dirent *e;
-	int held = 0;
-	while (!held && (e = readdir(dp)))
-		held = e->d_name[0] != '.';
-	closedir(dp);
-	return held;
-}
-
+/* By any name (inuse.h): the answer write-stick and qemu/run give too. */
 int dev_check_unused(const struct blockdev *d, char *why, size_t len)
 {
-	char ids[64][24];
-	int n = family(d->rdev, ids, 64);
-	char line[4096];
-
-	FILE *f = fopen("/proc/self/mountinfo", "r");
-	while (f && fgets(line, sizeof(line), f)) {
-		char id[24], mnt[1024];
-		if (sscanf(line, "%*s %*s %23s %*s %1023s", id, mnt) != 2)
-			continue;
-		for (int i = 0; i < n; i++)
-			if (strcmp(id, ids[i]) == 0) {
-				snprintf(why, len, "%s is in use: %s is mounted on %s", d->path, i ? "a partition of it" : "it", mnt);
-				fclose(f);
-				return -1;
-			}
-	}
-	if (f)
-		fclose(f);
-	for (int i = 0; i < n; i++)
-		if (has_holders(ids[i])) {
-			snprintf(why, len, "%s is in use: %s held by md or device-mapper (see /sys/dev/block/%s/holders)",
-				 d->path, i ? "a partition of it is" : "it is", ids[i]);
-			return -1;
-		}
-	/* Swap and anything else that holds the device open exclusively. */
-	int fd = open(d->path, O_RDONLY | O_EXCL | O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(why, len, "%s is in use (%s): swap, a mount or another program holds it", d->path, strerror(errno));
-		return -1;
-	}
-	close(fd);
-	return 0;
+	struct inuse u;
+	int n = inuse_path(d->path, &u);
+	if (n == 0)
+		return 0;
+	snprintf(why, len, "%s is in use: %s", d->path, u.line[0]);
+	return -1;
 }
 
 /* Runs blkid -p (libblkid's low-level probe: every filesystem, RAID, LVM,

@@ -15,7 +15,8 @@ struct blockdev {
 /* Each returns 0, or -1 with a one-line reason in why. */
 int dev_identify(const char *path, struct blockdev *d, char *why, size_t len);
 int dev_same(const char *a, const char *b);
-/* Mounted, swap, or held by md/dm (itself or a partition of it). */
+/* In use by any of its names: mounted, swap, held, opened exclusively,
+ * or another name of the same storage in use (inuse.h). */
 int dev_check_unused(const struct blockdev *d, char *why, size_t len);
 /* A filesystem, RAID/LVM/LUKS member or partition table at the usual places. */
 int dev_check_blank(const struct blockdev *d, char *why, size_t len);
