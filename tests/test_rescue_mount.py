@@ -2,7 +2,7 @@
 import os
 import shutil
 
-from disks import cat, fsck_clean, make_fs, sha256_file
+from disks import cat, damaged, fsck_clean, make_fs, sha256_file
 from harness import OUT, boot_with_disks, scaled
 
 
@@ -142,3 +142,32 @@ def test_disk_added_after_boot_is_announced(guest, tmp_path):
     g.expect([r"xrlate"], scaled(10), "extscan's line for the new disk")
     assert g.poweroff() == 0
     g.assert_no_fatal()
+
+
+def test_errors_panic_in_a_damaged_targets_fstab_leaves_the_rescue_system_up(guest, tmp_path):
+    """The target's fstab asks errors=panic for a volume with a damaged
+    inode: a read-only look that touches it must not panic the rescue
+    system (the option becomes errors=remount-ro), and an option the kernel
+    does not know is named and dropped rather than failing the mount."""
+    data = damaged(tmp_path, "xrdata")
+    root_tree = tmp_path / "root"
+    for d in ("etc", "data", "dev", "proc", "sys", "run"):
+        (root_tree / d).mkdir(parents=True)
+    (root_tree / "etc" / "fstab").write_text(
+        "LABEL=xrroot  /      ext4  defaults                              0 1\n"
+        "LABEL=xrdata  /data  ext4  defaults,errors=panic,no_such_option  0 2\n")
+    root = str(tmp_path / "root.img")
+    make_fs(root, "32M", label="xrroot", populate=str(root_tree))
+    before = [sha256_file(d) for d in (root, data)]
+    g = boot_with_disks(guest, "fstab-errors-panic", [root, data])
+    out = g.check("rescue-mount LABEL=xrroot")
+    assert "errors=panic became errors=remount-ro; dropped: no_such_option" in out, out
+    assert "errors=remount-ro" in g.check("grep ' /mnt/root/data ' /proc/mounts")
+    # The cleared inode: listing its directory with stat raises the kernel's error.
+    g.run("ls -l /mnt/root/data/dir1")
+    assert "EXT4-fs error" in g.check("dmesg"), "the damage raised no error: the test shows nothing"
+    assert g.check("echo still-up").strip() == "still-up"
+    g.check("rescue-mount --umount")
+    assert g.poweroff() == 0
+    g.assert_no_fatal()
+    assert [sha256_file(d) for d in (root, data)] == before, "the read-only look wrote"

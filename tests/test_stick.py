@@ -21,9 +21,10 @@ WRITE_STICK = os.path.join(TOP, "scripts", "write-stick")
 SFDISK = os.path.join(OUT, "build", "util-linux-root", "sbin", "sfdisk")
 SECTOR = 512
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOm9x3tQ5cX0m0l2vO7lC8b0y4S8m1m8Zq3Y7cXqXU2b owner@laptop"
-# What write-stick may change of the ISO: the MBR's partition table and the
-# GPT's header and entries (sectors 1 to 33).
-TABLES = [(446, 510), (SECTOR, 34 * SECTOR)]
+# What write-stick may change of the ISO: the MBR's disk signature (a
+# random one) and partition table, and the GPT's header and entries
+# (sectors 1 to 33).
+TABLES = [(440, 444), (446, 510), (SECTOR, 34 * SECTOR)]
 
 
 def iso(out=OUT):
@@ -504,17 +505,54 @@ def test_a_stick_whose_fat_needs_repair_is_only_read(guest, tmp_path):
     assert sha256_file(img) == before, "a stick whose FAT needs a repair was written"
 
 
+def planted_loader_variable(folder, partuuid):
+    """An OVMF variable store holding LoaderDevicePartUUID = PARTUUID as a
+    non-volatile variable, as root on a broken-into server can make it
+    through efivarfs (made with virt-fw-vars)."""
+    value = (partuuid.upper() + "\0").encode("utf-16-le").hex()
+    spec = folder / "planted.json"
+    spec.write_text(json.dumps({"version": 2, "variables": [{
+        "name": "LoaderDevicePartUUID", "guid": "4a67b082-0a4c-41cf-b6c7-440b29bb8c4f",
+        "attr": 7, "data": value}]}))
+    store = str(folder / "planted-vars.fd")
+    virt_firmware = os.path.join(OUT, "build/virt-firmware/usr/lib/python3/dist-packages")
+    host(["python3", "-m", "virt.firmware.vars", "-i", "/usr/share/OVMF/OVMF_VARS_4M.fd", "-o", store,
+          "--set-json", str(spec)], check=True, env=dict(os.environ, PYTHONPATH=virt_firmware))
+    return store
+
+
+def partition_guid(img, n):
+    out = host(["sgdisk", "-i", str(n), img]).stdout
+    return re.search(r"Partition unique GUID: ([0-9A-F-]{36})", out).group(1).lower()
+
+
 def test_a_server_disk_carrying_the_image_is_not_the_stick(guest, tmp_path):
     """The image's identity is public: a server disk written with the ISO
     and an EXTRESCUE partition (by an intruder, or by an old dd) is read
-    only when named. Not on USB under BIOS; under UEFI without a boot loader
-    naming its partition (a direct or network boot): not read, said why."""
+    only when named. Under BIOS, not on USB, or on USB (a server's internal
+    USB module) but not the firmware's boot disk 0x80 by the stick's random
+    MBR signature; under UEFI without a boot loader naming its partition (a
+    direct or network boot), or named by a LoaderDevicePartUUID that is
+    non-volatile (planted from the running server): not read, said why."""
     img, _ = owner_stick(tmp_path, "forged")
     before = sha256_file(img)
-    for firmware, disk, why in (("bios", "virtio-blk", "carries this image but is not on USB"),
-                                ("uefi", "usb-xhci", "the UEFI boot loader named no boot partition")):
-        g = guest(f"stick-forged-{firmware}", ["--direct", "--firmware", firmware, "--disk", f"{img},if={disk},rw"],
-                  boot_timeout=180)
+    # The server's own disk, which the BIOS counts first, with a signature of its own.
+    system = blank(tmp_path / "system.img", 64 << 20)
+    with open(system, "r+b") as f:
+        f.seek(440)
+        f.write(bytes.fromhex("5eed5eed"))
+        f.seek(510)
+        f.write(b"\x55\xaa")
+    planted = planted_loader_variable(tmp_path, partition_guid(img, 1))
+    cases = (("bios", [], "virtio-blk", "carries this image but is not on USB"),
+             ("bios", ["--disk", f"{system},if=virtio-blk"], "usb-xhci",
+              "carries this image but is not the BIOS's boot disk 0x80 (MBR signature"),
+             ("uefi", [], "usb-xhci", "the UEFI boot loader named no boot partition"),
+             ("uefi", ["--efivars", planted], "usb-xhci",
+              "the UEFI variable LoaderDevicePartUUID is non-volatile"))
+    for n, (firmware, extra, disk, why) in enumerate(cases):
+        g = guest(f"stick-forged-{n}-{firmware}", ["--direct", "--firmware", firmware] + extra +
+                  ["--disk", f"{img},if={disk},rw"], boot_timeout=180)
         g.wait_shell()
         summary = g.check("cat /run/extrescue/stick/summary")
         assert "Stick: none read" in summary and why in summary, summary
