@@ -52,10 +52,10 @@ test-server: $(ISO) ## only the real-server suite (a Debian 12 server broken and
 test-boot: $(ISO) ## only the boot tests
 	$(Q)$(PYTEST) -q -p no:cacheprovider tests/test_boot.py
 
-run: $(ISO) $(STAMPS)/virt-firmware ## boot the ISO in QEMU on this terminal (Ctrl-A x quits); ARGS= adds qemu/run options
+run: $(ISO) $(STAMPS)/virt-firmware $(OUT)/disk-inuse ## boot the ISO in QEMU on this terminal (Ctrl-A x quits); ARGS= adds qemu/run options
 	$(Q)qemu/run --iso $(ISO) $(ARGS)
 
-smoke: $(ISO) ## qemu/smoke: DISK=/dev/sdX [CTRL=ahci] and/or PCI=BDF; does the controller read the disks sanely
+smoke: $(ISO) $(OUT)/disk-inuse ## qemu/smoke: DISK=/dev/sdX [CTRL=ahci] and/or PCI=BDF; does the controller read the disks sanely
 	$(Q)[ -n "$(DISK)$(PCI)" ] || { echo "smoke: name DISK=/dev/sdX (CTRL=controller) or PCI=0000:03:00.0" >&2; exit 2; }
 	$(Q)qemu/smoke $(foreach d,$(DISK),--disk $(d)$(if $(CTRL),$(comma)if=$(CTRL))) $(foreach p,$(PCI),--pci $(p)) $(ARGS)
 

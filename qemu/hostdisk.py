@@ -120,7 +120,8 @@ def disk_inuse_tool():
     named = os.environ.get("EXTRESCUE_DISK_INUSE")
     out = os.path.join(os.path.dirname(HERE), "out")
     # Each architecture's out/ has a build for this host; this host's first.
-    built = [os.path.join(out, OUT_ARCH, "disk-inuse")] + sorted(glob.glob(os.path.join(out, "*", "disk-inuse")))
+    built = ([os.path.join(os.environ["OUT"], "disk-inuse")] if os.environ.get("OUT") else []) + \
+        [os.path.join(out, OUT_ARCH, "disk-inuse")] + sorted(glob.glob(os.path.join(out, "*", "disk-inuse")))
     tool = named or next((b for b in built if os.access(b, os.X_OK)), None) or shutil.which("disk-inuse")
     if not tool or not os.access(tool, os.X_OK):
         raise InUseToolMissing(f"disk-inuse is missing ({named or built[0]}): make builds it; it decides whether "
@@ -129,7 +130,11 @@ def disk_inuse_tool():
 
 
 def _ask(args):
-    r = subprocess.run([disk_inuse_tool(), *args], capture_output=True, text=True, timeout=60)
+    tool = disk_inuse_tool()
+    try:
+        r = subprocess.run([tool, *args], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return [f"{tool} could not tell whether {args[-1]} is in use ({e})"]
     if r.returncode == 0:
         return []
     if r.returncode == 1:

@@ -15,7 +15,7 @@
 
 #define NAME_MAX_LEN 64
 #define MAX_PARTS 128
-#define MAX_DEVICES 4096
+#define MAX_DEVICES 65536
 
 static const char *root(const char *var, const char *fallback)
 {
@@ -328,9 +328,11 @@ static void each_disk(const char *skip, void (*fn)(const char *, void *), void *
 	snprintf(path, sizeof(path), "%.300s/class/block", sysfs());
 	DIR *dp = opendir(path);
 	struct dirent *e;
-	for (int count = 0; dp && count < MAX_DEVICES && (e = readdir(dp)); count++)
-		if (good_name(e->d_name) && strcmp(e->d_name, skip) != 0 && !exists(e->d_name, "partition"))
+	for (int count = 0; dp && count < MAX_DEVICES && (e = readdir(dp));)
+		if (good_name(e->d_name) && strcmp(e->d_name, skip) != 0 && !exists(e->d_name, "partition")) {
 			fn(e->d_name, arg);
+			count++;
+		}
 	if (dp)
 		closedir(dp);
 }

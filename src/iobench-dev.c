@@ -56,7 +56,12 @@ int dev_check_unused(const struct blockdev *d, char *why, size_t len)
 	int n = inuse_path(d->path, &u);
 	if (n == 0)
 		return 0;
-	snprintf(why, len, "%s is in use: %s", d->path, u.line[0]);
+	/* "/dev/vdb is mounted on ..." reads "/dev/vdb is in use: it is mounted on ..." */
+	size_t k = strlen(d->path);
+	if (n > 0 && strncmp(u.line[0], d->path, k) == 0 && u.line[0][k] == ' ')
+		snprintf(why, len, "%s is in use: it%s", d->path, u.line[0] + k);
+	else
+		snprintf(why, len, "%s is in use: %s", d->path, u.line[0]);
 	return -1;
 }
 

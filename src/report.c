@@ -343,20 +343,21 @@ static void jstatus(const char *s)
 		printf("null");
 }
 
-/* rescue-fsck's records in S: MODE DEVICE STATUS SECONDS UNDO-FILE MEANING, tab-separated. */
+/* rescue-fsck's records in S: MODE DEVICE STATUS SECONDS UNDO-FILE MEANING
+ * [JOURNAL-UNDO-FILE JOURNAL-DEVICE], tab-separated. */
 static void jfsck(char *s)
 {
 	int n = 0;
 
 	printf("[");
 	for (char *line = s, *next; line && *line && n < MAX_ITEMS; line = next) {
-		char *f[6];
+		char *f[8] = {0};
 		int k = 0;
 
 		next = strchr(line, '\n');
 		if (next)
 			*next++ = 0;
-		for (char *p = line; k < 6; k++) {
+		for (char *p = line; k < 8; k++) {
 			f[k] = p;
 			p = strchr(p, '\t');
 			if (!p)
@@ -378,7 +379,12 @@ static void jfsck(char *s)
 			char command[2200];
 
 			jstr(f[4]);
-			snprintf(command, sizeof(command), "e2undo %.1024s %.1024s", f[4], f[1]);
+			/* An external journal's own undo file goes back first (rescue-fsck's order). */
+			if (k >= 7 && f[6] && f[7] && *f[6] && strcmp(f[6], "-"))
+				snprintf(command, sizeof(command), "e2undo %.512s %.512s && e2undo %.512s %.512s", f[6], f[7],
+					 f[4], f[1]);
+			else
+				snprintf(command, sizeof(command), "e2undo %.1024s %.1024s", f[4], f[1]);
 			printf(", \"undo_command\": ");
 			jstr(command);
 		} else

@@ -1,9 +1,10 @@
 """rescue-mount follows an old system's fstab (ext4dev, extents,mballoc) read-only."""
 import os
+import re
 import shutil
 
 from disks import cat, damaged, fsck_clean, make_fs, sha256_file
-from harness import OUT, boot_with_disks, scaled
+from harness import OUT, boot_with_disks, host, scaled
 
 
 def test_legacy_fstab_mounts_read_only_and_chroots(guest, tmp_path):
@@ -144,25 +145,32 @@ def test_disk_added_after_boot_is_announced(guest, tmp_path):
     g.assert_no_fatal()
 
 
-def test_errors_panic_in_a_damaged_targets_fstab_leaves_the_rescue_system_up(guest, tmp_path):
-    """The target's fstab asks errors=panic for a volume with a damaged
-    inode: a read-only look that touches it must not panic the rescue
-    system (the option becomes errors=remount-ro), and an option the kernel
-    does not know is named and dropped rather than failing the mount."""
+def test_errors_panic_never_reaches_the_kernel(guest, tmp_path):
+    """errors=panic in the target's fstab, or as a damaged volume's own
+    default (tune2fs -e panic): a read-only look that reads the damage must
+    not panic the rescue system (errors=remount-ro instead), and an option
+    the kernel does not know is named and dropped rather than failing the
+    mount."""
     data = damaged(tmp_path, "xrdata")
+    host(["tune2fs", "-e", "panic", data], check=True)
+    logs = str(tmp_path / "logs.img")
+    make_fs(logs, "32M", label="xrlogs")
     root_tree = tmp_path / "root"
-    for d in ("etc", "data", "dev", "proc", "sys", "run"):
+    for d in ("etc", "data", "logs", "dev", "proc", "sys", "run"):
         (root_tree / d).mkdir(parents=True)
     (root_tree / "etc" / "fstab").write_text(
         "LABEL=xrroot  /      ext4  defaults                              0 1\n"
-        "LABEL=xrdata  /data  ext4  defaults,errors=panic,no_such_option  0 2\n")
+        "LABEL=xrdata  /data  ext4  defaults,no_such_option               0 2\n"
+        "LABEL=xrlogs  /logs  ext4  defaults,errors=panic                 0 2\n")
     root = str(tmp_path / "root.img")
     make_fs(root, "32M", label="xrroot", populate=str(root_tree))
-    before = [sha256_file(d) for d in (root, data)]
-    g = boot_with_disks(guest, "fstab-errors-panic", [root, data])
+    before = [sha256_file(d) for d in (root, data, logs)]
+    g = boot_with_disks(guest, "fstab-errors-panic", [root, data, logs])
     out = g.check("rescue-mount LABEL=xrroot")
-    assert "errors=panic became errors=remount-ro; dropped: no_such_option" in out, out
-    assert "errors=remount-ro" in g.check("grep ' /mnt/root/data ' /proc/mounts")
+    assert "(dropped: no_such_option)" in out and "(errors=panic became errors=remount-ro)" in out, out
+    mounts = g.check("cat /proc/mounts")
+    for point in ("data", "logs"):
+        assert re.search(rf" /mnt/root/{point} ext4 ro,[^ ]*errors=remount-ro", mounts), mounts
     # The cleared inode: listing its directory with stat raises the kernel's error.
     g.run("ls -l /mnt/root/data/dir1")
     assert "EXT4-fs error" in g.check("dmesg"), "the damage raised no error: the test shows nothing"
@@ -170,4 +178,4 @@ def test_errors_panic_in_a_damaged_targets_fstab_leaves_the_rescue_system_up(gue
     g.check("rescue-mount --umount")
     assert g.poweroff() == 0
     g.assert_no_fatal()
-    assert [sha256_file(d) for d in (root, data)] == before, "the read-only look wrote"
+    assert [sha256_file(d) for d in (root, data, logs)] == before, "the read-only look wrote"

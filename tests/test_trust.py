@@ -108,7 +108,7 @@ def two_paths(h, first, second):
     dual-path SAS disk, and a partition on SECOND."""
     for name in (first, second):
         h.write(os.path.join("sys", "class", "block", name, "device", "wwid"), WWID + "\n")
-    h.block(f"{second}1", "8:33", parent=second)
+    h.block(f"{second}1", "8:241", parent=second)
 
 
 def test_another_path_to_an_in_use_lun(tmp_path):
@@ -123,30 +123,30 @@ def test_another_path_to_an_in_use_lun(tmp_path):
         rdev = os.stat(loop).st_rdev
         h = FakeHost(str(tmp_path / "disk"))
         h.block(name, f"{os.major(rdev)}:{os.minor(rdev)}")
-        h.block("sdc", "8:32")
-        two_paths(h, name, "sdc")
+        h.block("sdxz", "8:240")
+        two_paths(h, name, "sdxz")
         r = dry("--disk", loop, env=sanitized_env(h.env()))
         assert r.returncode == 0, r.stderr
-        h.mountinfo([("8:33", "/dev/sdc1", "/data")])
+        h.mountinfo([("8:241", "/dev/sdxz1", "/data")])
         refused(dry("--disk", loop, env=sanitized_env(h.env())),
-                f"{loop} is the same storage as /dev/sdc (the same wwid {WWID}): /dev/sdc1 is mounted on /data")
+                f"{loop} is the same storage as /dev/sdxz (the same wwid {WWID}): /dev/sdxz1 is mounted on /data")
         # --force-in-use: never read-write, as for the disk itself.
         refused(dry("--force-in-use", "--disk", f"{loop},rw", env=sanitized_env(h.env())), "never read-write")
 
     h = FakeHost(str(tmp_path / "pci"))
     h.pci("0000:01:00.0", "0x010700", "mpt3sas", "3")
     h.pci("0000:02:00.0", "0x010700", "mpt3sas", "4")
-    for bdf, disk, dev in (("0000:01:00.0", "sdb", "8:16"), ("0000:02:00.0", "sdc", "8:32")):
+    for bdf, disk, dev in (("0000:01:00.0", "sdxy", "8:224"), ("0000:02:00.0", "sdxz", "8:240")):
         h.block(disk, dev, under=os.path.join(h.sys, "devices", "pci0000:00", bdf, "host0", "target0:0:0",
                                                "0:0:0:0", "block"))
-    two_paths(h, "sdb", "sdc")
+    two_paths(h, "sdxy", "sdxz")
     args = [RUN, "--dry-run", "--iso", "/dev/null", "--pci", "01:00.0"]
     r = host(args, env=sanitized_env(h.env()))
     assert r.returncode == 0, r.stderr
-    h.mountinfo([("8:33", "/dev/sdc1", "/data")])
+    h.mountinfo([("8:241", "/dev/sdxz1", "/data")])
     refused(host(args, env=sanitized_env(h.env())),
-            f"0000:01:00.0 holds /dev/sdb is the same storage as /dev/sdc (the same wwid {WWID}): "
-            "/dev/sdc1 is mounted on /data")
+            f"0000:01:00.0 holds /dev/sdxy is the same storage as /dev/sdxz (the same wwid {WWID}): "
+            "/dev/sdxz1 is mounted on /data")
 
 
 def test_an_overlay_over_another_disk_is_refused(tmp_path):
