@@ -412,8 +412,11 @@ def test_unattended_repair_with_the_stick_alone_keeps_its_way_back(guest, tmp_pa
     text = next(iter(logs.values())).decode(errors="replace")
     assert "/dev/vda" in text and "errors corrected" in text, text[-2000:]
 
+    # Booted by QEMU's -kernel, with the server's disks the BIOS counts
+    # first: the stick is not the boot disk, so it is named.
     g = guest("stick-remember-look", ["--direct", "--append", "console=ttyS0,115200n8 rescue.fsck=report "
-                                      "rescue.after=shell", "--disk", f"{img},if=usb-xhci,rw",
+                                      "rescue.after=shell rescue.stick=LABEL=EXTRESCUE",
+                                      "--disk", f"{img},if=usb-xhci,rw",
                                       "--disk", f"{other},if=virtio-blk,rw", "--disk", f"{bad},if=virtio-blk,rw"])
     g.wait_shell()
     status = g.check("rescue-stick status")
