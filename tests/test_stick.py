@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -519,7 +520,7 @@ def planted_loader_variable(folder, partuuid):
         "attr": 7, "data": value}]}))
     store = str(folder / "planted-vars.fd")
     virt_firmware = os.path.join(OUT, "build/virt-firmware/usr/lib/python3/dist-packages")
-    host(["python3", "-m", "virt.firmware.vars", "-i", "/usr/share/OVMF/OVMF_VARS_4M.fd", "-o", store,
+    host([sys.executable, "-m", "virt.firmware.vars", "-i", "/usr/share/OVMF/OVMF_VARS_4M.fd", "-o", store,
           "--set-json", str(spec)], check=True, env=dict(os.environ, PYTHONPATH=virt_firmware))
     return store
 
