@@ -75,15 +75,6 @@ def _block_devices():
     return [(n, os.path.join(cls, n)) for n in (sorted(os.listdir(cls)) if os.path.isdir(cls) else [])]
 
 
-def loop_over(path):
-    """The host loop device backed by image file PATH, or None."""
-    if not os.path.isfile(path):
-        return None
-    real = os.path.realpath(path)
-    for name, folder in _block_devices():
-        if name.startswith("loop") and _read(os.path.join(folder, "loop", "backing_file")).strip() == real:
-            return name
-    return None
 
 
 def sg_block(path):
@@ -102,8 +93,6 @@ def sg_block(path):
     return names[0] if names else None
 
 
-def _dev_of(name):
-    return _read(os.path.join(sysfs(), "class", "block", name, "dev")).strip()
 
 
 HERE = os.path.dirname(os.path.abspath(__file__))
