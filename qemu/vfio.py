@@ -7,6 +7,7 @@ SIGHUP) gives the devices back; `qemu/run --vfio-restore` does it for a
 runner that was killed outright. EXTRESCUE_SYSFS, EXTRESCUE_DEVVFIO and
 EXTRESCUE_VFIO_STATE replace /sys, /dev/vfio and the state folder for tests."""
 import ctypes
+import errno
 import json
 import os
 import signal
@@ -87,6 +88,9 @@ def plan(bdfs):
                 continue
             raise VfioError(f"IOMMU group {group} of {bdf} also holds {member} ({driver_of(member)}); "
                             f"pass it too with --pci {member}, or use another slot")
+        busy = holder(bdf, group)
+        if busy:
+            raise VfioError(f"{bdf} {busy}: one guest at a time; wait for it to end, or stop it")
         disks = hostdisk.behind_pci(bdf)
         mine = sorted(set(disks) & root)
         if mine:
@@ -99,10 +103,28 @@ def plan(bdfs):
             except hostdisk.InUseToolMissing as e:
                 raise VfioError(str(e))
             if used:
-                raise VfioError(f"{bdf} holds {used[0]}: unmount, swapoff or stop it first "
+                raise VfioError(f"{bdf} holds a disk in use: {used[0]}; unmount, swapoff or stop it first "
                                 "(a passed controller cannot be read-only)")
         out.append((bdf, driver_of(bdf), override_of(bdf)))
     return out
+
+
+def holder(bdf, group):
+    """Who has BDF (of IOMMU group GROUP) now, in words, or None: another
+    live runner's state file names it, or it is on vfio-pci with its group
+    open (a VFIO group is opened by one program at a time: another VM)."""
+    for _, saved in _runners():
+        if isinstance(saved, dict) and saved["pid"] != os.getpid() and _alive(saved["pid"], saved["started"]) \
+                and bdf in (b for b, *_ in saved["devices"]):
+            return f"is held by qemu/run {saved['pid']}, whose guest has it"
+    if driver_of(bdf) != "vfio-pci":
+        return None
+    try:
+        os.close(os.open(os.path.join(dev_vfio(), group), os.O_RDWR))
+    except OSError as e:
+        if e.errno == errno.EBUSY:
+            return f"is on vfio-pci and another program (a VM?) has {dev_vfio()}/{group} open"
+    return None
 
 
 def _wait_driver(bdf, want):
@@ -197,24 +219,36 @@ def _alive(pid, started):
     return started is None or _started(pid) == started
 
 
-def restore_left():
-    """`qemu/run --vfio-restore`: gives back the devices of every runner
-    that is gone. Returns the exit status."""
+def _runners():
+    """(path, {"pid", "started", "devices"}) of each runner's state file, or
+    (path, why it is unreadable)."""
     folder = state_dir()
     files = sorted(f for f in os.listdir(folder) if f.endswith(".json")) if os.path.isdir(folder) else []
-    status = 0
     for name in files:
         path = os.path.join(folder, name)
         try:
             with open(path) as f:
                 saved = json.load(f)
-            pid, started = int(saved["pid"]), saved.get("started")
             # A state file from before overrides were kept has two fields a device.
-            devices = [(str(b), d, str(rest[0] or "") if rest else "") for b, d, *rest in saved["devices"]]
+            yield path, {"pid": int(saved["pid"]), "started": saved.get("started"),
+                         "devices": [(str(b), d, str(rest[0] or "") if rest else "")
+                                     for b, d, *rest in saved["devices"]]}
         except (OSError, ValueError, KeyError, TypeError) as e:
-            print(f"qemu/run: {path} is unreadable ({e}); give its devices back by hand", file=sys.stderr)
+            yield path, str(e)
+
+
+def restore_left():
+    """`qemu/run --vfio-restore`: gives back the devices of every runner
+    that is gone. Returns the exit status."""
+    folder = state_dir()
+    status, files = 0, 0
+    for path, saved in _runners():
+        files += 1
+        if not isinstance(saved, dict):
+            print(f"qemu/run: {path} is unreadable ({saved}); give its devices back by hand", file=sys.stderr)
             status = 1
             continue
+        pid, started, devices = saved["pid"], saved["started"], saved["devices"]
         if _alive(pid, started) and pid != os.getpid():
             print(f"qemu/run: runner {pid} still runs with {', '.join(b for b, *_ in devices)}; left alone")
             continue

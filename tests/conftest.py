@@ -100,6 +100,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "server: the real-server end-to-end suite (make test-server)")
     config.addinivalue_line("markers", "serial: rebuilds what other tests boot; runs before the parallel part, "
                             "one worker to itself")
+    config.addinivalue_line("markers", "vfio_matrix: the VFIO matrix's controllers after megasas (make test-vfio)")
     config.addinivalue_line("markers", "beside_serial: neither boots the image nor runs make in the tree; "
                             "runs beside the serial tests")
 

@@ -255,7 +255,7 @@ def test_pci_plan_groups_and_disks(tmp_path):
     h.block("sdx1", "8:17", parent="sdx")
     h.mountinfo([("8:17", "/dev/sdx1", "/data")])
     refused(host([RUN, "--dry-run", "--iso", "/dev/null", "--pci", "01:00.0"], env=h.env()),
-            "0000:01:00.0 holds /dev/sdx1 is mounted on /data")
+            "0000:01:00.0 holds a disk in use: /dev/sdx1 is mounted on /data")
     h.mountinfo([("8:17", "/dev/sdx1", "/")])
     refused(host([RUN, "--dry-run", "--iso", "/dev/null", "--pci", "01:00.0", "--force-in-use"], env=h.env()),
             "0000:01:00.0 holds the host's root disk /dev/sdx")

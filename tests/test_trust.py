@@ -146,7 +146,7 @@ def test_another_path_to_an_in_use_lun(tmp_path):
     assert r.returncode == 0, r.stderr
     h.mountinfo([("8:241", "/dev/sdxz1", "/data")])
     refused(host(args, env=sanitized_env(h.env())),
-            f"0000:01:00.0 holds /dev/sdxy is the same storage as /dev/sdxz (the same wwid {WWID}): "
+            f"0000:01:00.0 holds a disk in use: /dev/sdxy is the same storage as /dev/sdxz (the same wwid {WWID}): "
             "/dev/sdxz1 is mounted on /data")
 
 
