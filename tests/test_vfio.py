@@ -114,6 +114,9 @@ def test_smoke_through_vfio_in_a_nested_guest(l1, tmp_path, ctrl):
     assert (d["guest"]["first_mib"], d["guest"]["last_mib"]) == (first, last), "L2 read other bytes than the host wrote"
     assert f"{l1_driver} " in d["checks"]["driver"]["detail"], d["checks"]["driver"]
     assert d["guest"]["controller"] != "-" and d["checks"]["found"]["ok"]
+    # Its interrupts reach L2 through L1's IOMMU (remapped) and QEMU's VFIO.
+    assert re.fullmatch(r"(MSI-X \d+ vectors|MSI \d+ vectors|INTx \(irq \d+\)), [1-9]\d* delivered",
+                        d["guest"]["irq"]), d["guest"]
     # How the device is reset, one line of the report.
     (pci,) = result["pci"]
     assert pci["bdf"] == BDF and pci["reset"] == RESET[ctrl], pci
@@ -129,7 +132,7 @@ def test_smoke_through_vfio_in_a_nested_guest(l1, tmp_path, ctrl):
     os.makedirs(LOGS, exist_ok=True)
     with open(FIGURES, "a") as f:
         f.write(f"{ctrl}\tL1 boot {l1_boot:.1f} s\tL2 kernel to disks scanned {result['guest_boot_seconds']} s"
-                f"\tsmoke {result['seconds']} s\treset {pci['reset'] or 'none'}"
+                f"\tsmoke {result['seconds']} s\t{d['guest']['irq']}\treset {', '.join(pci['reset']) or 'none'}"
                 f" (QEMU warned {pci['qemu_reset_warnings']} times)\n")
 
 
