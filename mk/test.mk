@@ -46,7 +46,7 @@ $(VFIO_L1_STAMP): $(call pin_stamp,linux-l1) tests/vfio/build-l1 tests/vfio/l1-i
 endif
 .PHONY: test-vfio
 test-vfio: all $(VFIO_L1_STAMP) $(TEST_HOST_TOOLS) ## PCI passthrough for real: vfio-pci in a nested guest with an emulated IOMMU, each controller of the matrix (megasas, lsi53c895a, nvme, ahci) smoke-tested through it, the fault paths
-	$(Q)$(PYTEST) -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadgroup tests/test_vfio.py
+	$(Q)$(PYTEST) -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadgroup $(if $(VFIO_MARK),-m '$(VFIO_MARK)') tests/test_vfio.py
 
 test: all $(STAMPS)/virt-firmware $(STAMPS)/qemu-user $(TEST_HOST_TOOLS) $(VFIO_L1_STAMP) test-arm64-programs ## run the whole test suite (boots, controllers, e2fsprogs suite, build checks), then its time table
 	$(Q)a=0 b=0; mv -f $(OUT)/test-times.tsv $(OUT)/test-times-last.tsv 2>/dev/null || true; \
