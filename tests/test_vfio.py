@@ -130,6 +130,11 @@ def test_smoke_through_vfio_in_a_nested_guest(l1, tmp_path, ctrl):
     assert len(disks_behind(g, BDF, 1)) == 1, f"{BDF} is back on {l1_driver} but L1 sees no disk behind it"
     assert ends(img) == (first, last)
     os.makedirs(LOGS, exist_ok=True)
+    # What L1's kernel said about the IOMMU, interrupt remapping and vfio-pci,
+    # kept beside the figures.
+    said = g.check("dmesg | grep -E 'DMAR|vfio|remap|reset' | tail -60")
+    with open(os.path.join(LOGS, f"vfio-{ctrl}-l1-kernel.txt"), "w") as f:
+        f.write(said)
     with open(FIGURES, "a") as f:
         f.write(f"{ctrl}\tL1 boot {l1_boot:.1f} s\tL2 kernel to disks scanned {result['guest_boot_seconds']} s"
                 f"\tsmoke {result['seconds']} s\t{d['guest']['irq']}\treset {', '.join(pci['reset']) or 'none'}"
