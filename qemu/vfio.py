@@ -90,7 +90,7 @@ def plan(bdfs):
                             f"pass it too with --pci {member}, or use another slot")
         busy = holder(bdf, group)
         if busy:
-            raise VfioError(f"{bdf} {busy}: one guest at a time; wait for it to end, or stop it")
+            raise VfioError(f"{bdf} {busy}")
         disks = hostdisk.behind_pci(bdf)
         mine = sorted(set(disks) & root)
         if mine:
@@ -109,22 +109,52 @@ def plan(bdfs):
     return out
 
 
-def holder(bdf, group):
-    """Who has BDF (of IOMMU group GROUP) now, in words, or None: another
-    live runner's state file names it, or it is on vfio-pci with its group
-    open (a VFIO group is opened by one program at a time: another VM)."""
+def _other_claim(bdf):
+    """The state of another runner whose state file names BDF, or None."""
     for _, saved in _runners():
-        if isinstance(saved, dict) and saved["pid"] != os.getpid() and _alive(saved["pid"], saved["started"]) \
-                and bdf in (b for b, *_ in saved["devices"]):
-            return f"is held by qemu/run {saved['pid']}, whose guest has it"
+        if isinstance(saved, dict) and saved["pid"] != os.getpid() and bdf in (b for b, *_ in saved["devices"]):
+            return saved
+    return None
+
+
+def holder(bdf, group):
+    """Who has BDF (of IOMMU group GROUP) now, and what to do, in words, or
+    None: another runner's state file names it (live: its guest has it;
+    gone: it was left on vfio-pci), or it is on vfio-pci with its group open
+    (a VFIO group is opened by one program at a time: another VM)."""
+    other = _other_claim(bdf)
+    if other and _alive(other["pid"], other["started"]):
+        return f"is held by qemu/run {other['pid']}, whose guest has it: one guest at a time; wait for it to end, or stop it"
+    if other:
+        return (f"was left on vfio-pci by qemu/run {other['pid']}, which is gone: `qemu/run --vfio-restore` "
+                "gives it back first")
     if driver_of(bdf) != "vfio-pci":
         return None
     try:
         os.close(os.open(os.path.join(dev_vfio(), group), os.O_RDWR))
     except OSError as e:
         if e.errno == errno.EBUSY:
-            return f"is on vfio-pci and another program (a VM?) has {dev_vfio()}/{group} open"
+            return (f"is on vfio-pci and another program (a VM?) has {dev_vfio()}/{group} open: "
+                    "one guest at a time; wait for it to end, or stop it")
     return None
+
+
+def claim(devices):
+    """Writes this runner's state file naming DEVICES (plan()'s), then looks
+    again for another live runner naming one of them. Of two runners started
+    together both write before either looks, or the later one sees the
+    earlier: never do both go on. VfioError, nothing touched and the state
+    file gone, when one is named."""
+    os.makedirs(state_dir(), exist_ok=True)
+    with open(_state_file() + ".tmp", "w") as f:
+        json.dump({"pid": os.getpid(), "started": _started(os.getpid()), "devices": devices}, f)
+    os.rename(_state_file() + ".tmp", _state_file())
+    for bdf, *_ in devices:
+        other = _other_claim(bdf)
+        if other and _alive(other["pid"], other["started"]):
+            os.unlink(_state_file())
+            raise VfioError(f"{bdf} is claimed by qemu/run {other['pid']} started at the same time: "
+                            "one guest at a time; try again when it has ended")
 
 
 def _wait_driver(bdf, want):
@@ -150,13 +180,9 @@ def _started(pid):
 
 
 def bind(devices, stopped=()):
-    """Binds DEVICES (plan()'s) to vfio-pci, the state file written first;
-    VfioError when one does not bind (the caller gives all back), _Stop
-    when a signal came (STOPPED holds it)."""
-    os.makedirs(state_dir(), exist_ok=True)
-    with open(_state_file() + ".tmp", "w") as f:
-        json.dump({"pid": os.getpid(), "started": _started(os.getpid()), "devices": devices}, f)
-    os.rename(_state_file() + ".tmp", _state_file())
+    """Binds DEVICES (plan()'s, claim()ed) to vfio-pci; VfioError when one
+    does not bind (the caller gives all back), _Stop when a signal came
+    (STOPPED holds it)."""
     for bdf, drv, _ in devices:
         if stopped:
             raise _Stop(stopped[0])
@@ -287,6 +313,11 @@ def run(devices, argv):
     def note(signum, frame):
         stopped.append(signum)
 
+    try:
+        claim(devices)
+    except (VfioError, OSError) as e:
+        print(f"qemu/run: {e}", file=sys.stderr)
+        return 2
     for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(s, note)
     qemu, status = None, 1

@@ -19,7 +19,7 @@ import time
 
 import pexpect
 
-from harness import LOGS, OUT, Shell, scaled
+from harness import LOGS, OUT, TOP, Shell, scaled
 
 L1_DIR = os.path.join(OUT, "build", "vfio-l1")
 KERNEL = os.path.join(L1_DIR, "vmlinuz")
@@ -39,11 +39,20 @@ CONTROLLERS = {
 MEM_MIB = 2560
 
 
+# tests/vfio/l1-init lays RAM over these in L1, hiding what the host has there.
+COVERED = ("/run", "/tmp", "/var/tmp")
+
+
 def built():
-    """Why L1 cannot boot, or None."""
+    """Why L1 cannot boot, or cannot see this tree, or None."""
     for f in (KERNEL, INITRD):
         if not os.path.exists(f):
             return f"{f} missing: run make test (it builds the VFIO tests' L1 from the linux-l1 pin)"
+    for path in (TOP, OUT):
+        real = os.path.realpath(path)
+        for d in COVERED:
+            if real == d or real.startswith(d + "/"):
+                return f"{path} is under {d}, which the VFIO tests' L1 covers with RAM: check the tree out elsewhere"
     return None
 
 
@@ -83,7 +92,7 @@ class L1(Shell):
         qemu = shutil.which("qemu-system-x86_64")
         self.cmd = [qemu] + args + [
             "-kernel", KERNEL, "-initrd", INITRD,
-            "-append", f"console=ttyS0,115200n8 intel_iommu=on iommu=pt panic=-1 quiet",
+            "-append", "console=ttyS0,115200n8 intel_iommu=on iommu=pt panic=-1 quiet",
             "-chardev", f"stdio,id=con,signal=off,logfile={self.log_path}", "-serial", "chardev:con"]
         self.started = None
         self.child = None

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shlex
+import time
 
 import pytest
 
@@ -19,13 +20,21 @@ import nested
 from harness import LOGS, RAW_INITRD, TOP, _made_before_image, host, scaled
 
 BDF = nested.BDF
-SMOKE_TIMEOUT = round(scaled(900))
+# Seconds smoke waits for L2 (stretched for a loaded host, as every wait is).
+SMOKE_SECONDS = 900
 # Each controller's disk has a size of its own, so a mix-up shows.
 DISK_MIB = {"megasas": 72, "lsi53c895a": 76, "nvme": 80, "ahci": 84}
 # How L1's kernel can reset each controller (sysfs reset_method): QEMU's
 # NVMe has FLR; the others, alone on the root bus, nothing.
 RESET = {"megasas": [], "lsi53c895a": [], "nvme": ["flr"], "ahci": []}
 FIGURES = os.path.join(LOGS, "vfio-figures.tsv")
+# Each line of the figures says which run it is from.
+RUN = time.strftime("%Y-%m-%dT%H:%M:%S")
+# L1's kernel (Debian 12's 6.1) warns when sym53c8xx lets go of the chip:
+# it frees DMA memory with interrupts off. A known upstream fault of the
+# middle guest, not of what is tested.
+L1_KNOWN = {"lsi53c895a": re.compile(r"WARNING: CPU: \d+ PID: \d+ at kernel/dma/mapping\.c:\d+ dma_free_attrs")}
+L1_TROUBLE = r"WARNING: CPU: |BUG: |Oops: |general protection fault"
 
 
 def ends(path):
@@ -69,8 +78,8 @@ def l1(request):
 
 def driver(g, bdf):
     """(L1's driver of BDF or "-", its driver_override)."""
-    out = g.check(f"d=/sys/bus/pci/devices/{bdf}; basename \"$(readlink $d/driver)\" 2>/dev/null || echo -; "
-                  "cat $d/driver_override").split()
+    out = g.check(f"d=/sys/bus/pci/devices/{bdf}; if [ -e $d/driver ]; then basename \"$(readlink $d/driver)\"; "
+                  "else echo -; fi; cat $d/driver_override").split()
     return tuple(out[-2:])
 
 
@@ -84,7 +93,8 @@ def disks_behind(g, bdf, want, seconds=30):
 
 
 def smoke_command(json_path):
-    args = ["--smp", "1", "--mem", "512", "--seconds", "1", "--timeout", str(SMOKE_TIMEOUT), "--json", json_path]
+    args = ["--smp", "1", "--mem", "512", "--seconds", "1", "--timeout", str(round(scaled(SMOKE_SECONDS))),
+            "--json", json_path]
     # The uncompressed initramfs, as the suite's other direct boots (harness.py).
     extra = ["--", "--initrd", RAW_INITRD] if _made_before_image(RAW_INITRD) else []
     return f"cd {shlex.quote(TOP)} && qemu/smoke --pci {BDF} " + " ".join(shlex.quote(a) for a in args + extra)
@@ -101,10 +111,11 @@ def test_smoke_through_vfio_in_a_nested_guest(l1, tmp_path, ctrl):
     assert driver(g, BDF) == (l1_driver, "(null)")
     assert len(disks_behind(g, BDF, 1)) == 1, f"L1's {l1_driver} shows no disk behind {BDF}"
 
-    status, out = g.run(smoke_command("/tmp/smoke.json"), timeout=SMOKE_TIMEOUT + 120)
+    status, out = g.run(smoke_command("/tmp/smoke.json"), timeout=SMOKE_SECONDS + 120)
     assert status == 0, f"qemu/smoke --pci {BDF} in L1 exited {status}:\n{out[-3000:]}"
     result = json.loads(g.check("cat /tmp/smoke.json"))
     assert result["passed"] is True and len(result["disks"]) == 1, result
+    assert result["guest_kernel_trouble"] == [], result["guest_kernel_trouble"]
     d = result["disks"][0]
     # Checked against L1's own read of the disk before it was passed, and
     # here against the image's bytes on this host.
@@ -132,11 +143,16 @@ def test_smoke_through_vfio_in_a_nested_guest(l1, tmp_path, ctrl):
     os.makedirs(LOGS, exist_ok=True)
     # What L1's kernel said about the IOMMU, interrupt remapping and vfio-pci,
     # kept beside the figures.
-    said = g.check("dmesg | grep -E 'DMAR|vfio|remap|reset' | tail -60")
+    said = g.check("dmesg | grep -E 'DMAR|vfio-pci|remap|reset' | tail -60")
+    warned = g.check(f"dmesg | grep -E '{L1_TROUBLE}' || true")
     with open(os.path.join(LOGS, f"vfio-{ctrl}-l1-kernel.txt"), "w") as f:
-        f.write(said)
+        f.write(said + warned)
+    # Nor did L1's kernel warn or oops, but as it is known to.
+    trouble = [line for line in warned.splitlines() if re.search(L1_TROUBLE, line)
+               and not (ctrl in L1_KNOWN and L1_KNOWN[ctrl].search(line))]
+    assert not trouble, f"L1's kernel: {trouble}"
     with open(FIGURES, "a") as f:
-        f.write(f"{ctrl}\tL1 boot {l1_boot:.1f} s\tL2 kernel to disks scanned {result['guest_boot_seconds']} s"
+        f.write(f"{RUN}\t{ctrl}\tL1 boot {l1_boot:.1f} s\tL2 kernel to disks scanned {result['guest_boot_seconds']} s"
                 f"\tsmoke {result['seconds']} s\t{d['guest']['irq']}\treset {', '.join(pci['reset']) or 'none'}"
                 f" (QEMU warned {pci['qemu_reset_warnings']} times)\n")
 
@@ -154,9 +170,9 @@ def test_vfio_fault_paths_on_a_real_binding(l1, tmp_path):
 
     # L1's own disk, mounted: its controller is not handed over.
     vd = g.check("for b in /sys/block/vd*; do [ \"$(cat $b/serial)\" != l1own ] || echo ${b##*/}; done").strip()
-    g.check(f"mkdir -p /mnt/own && mount /dev/{vd} /mnt/own")
+    g.check(f"mkdir -p /tmp/own && mount /dev/{vd} /tmp/own")
     status, out = g.run(f"qemu/run --direct --pci {nested.OWN_DISK_BDF} 2>&1")
-    assert status != 0 and re.search(rf"qemu/run: {nested.OWN_DISK_BDF} holds a disk in use: /dev/{vd} is mounted on /mnt/own", out), out
+    assert status != 0 and re.search(rf"qemu/run: {nested.OWN_DISK_BDF} holds a disk in use: /dev/{vd} is mounted on /tmp/own", out), out
     assert driver(g, nested.OWN_DISK_BDF) == ("virtio-pci", "(null)")
 
     # A group shared with a device L1 uses: refused, both named.
@@ -185,6 +201,10 @@ def test_vfio_fault_paths_on_a_real_binding(l1, tmp_path):
     assert gone.strip() == "0", "L2's QEMU outlived its killed runner"
     assert driver(g, BDF) == ("vfio-pci", "vfio-pci"), "the killed runner's device should still be on vfio-pci"
     g.check(f"test -s /run/extrescue/vfio/{pid}.json")
+    # Left on vfio-pci by a runner that is gone: not handed out again before it is given back.
+    status, out = g.run(f"qemu/run --direct --pci {BDF} 2>&1")
+    assert status != 0 and re.search(rf"{BDF} was left on vfio-pci by qemu/run {pid}, which is gone: "
+                                     r"`qemu/run --vfio-restore` gives it back first", out), out
     status, out = g.run("qemu/run --vfio-restore 2>&1")
     assert status == 0 and f"qemu/run: runner {pid}'s devices given back: {BDF} to megaraid_sas" in out, out
     assert driver(g, BDF) == ("megaraid_sas", "(null)")
