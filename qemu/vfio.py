@@ -109,6 +109,10 @@ def plan(bdfs):
     return out
 
 
+# What a refusal for a device in use says to do.
+ONE_GUEST = "one guest at a time; wait for it to end, or stop it"
+
+
 def _other_claim(bdf):
     """The state of another runner whose state file names BDF, or None."""
     for _, saved in _runners():
@@ -124,7 +128,7 @@ def holder(bdf, group):
     (a VFIO group is opened by one program at a time: another VM)."""
     other = _other_claim(bdf)
     if other and _alive(other["pid"], other["started"]):
-        return f"is held by qemu/run {other['pid']}, whose guest has it: one guest at a time; wait for it to end, or stop it"
+        return f"is held by qemu/run {other['pid']}, whose guest has it: {ONE_GUEST}"
     if other:
         return (f"was left on vfio-pci by qemu/run {other['pid']}, which is gone: `qemu/run --vfio-restore` "
                 "gives it back first")
@@ -134,8 +138,7 @@ def holder(bdf, group):
         os.close(os.open(os.path.join(dev_vfio(), group), os.O_RDWR))
     except OSError as e:
         if e.errno == errno.EBUSY:
-            return (f"is on vfio-pci and another program (a VM?) has {dev_vfio()}/{group} open: "
-                    "one guest at a time; wait for it to end, or stop it")
+            return f"is on vfio-pci and another program (a VM?) has {dev_vfio()}/{group} open: {ONE_GUEST}"
     return None
 
 
