@@ -59,6 +59,8 @@ static const struct param {
 	{"ssh_key_insecure", WORD, "0|1", 0, 0, 0},
 	{"report", URL, NULL, 0, 0, 0},
 	{"smoke", NUMBER, NULL, 1, 600, 0},
+	{"smoke_timeout", NUMBER, NULL, 1, 86400, 0},
+	{"scsi_timeout", NUMBER, NULL, 1, 600, 0},
 	{"stick", DEVICE, NULL, 0, 0, 0},
 };
 

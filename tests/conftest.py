@@ -101,6 +101,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "serial: rebuilds what other tests boot; runs before the parallel part, "
                             "one worker to itself")
     config.addinivalue_line("markers", "vfio_matrix: the VFIO matrix's controllers after megasas (make test-vfio)")
+    config.addinivalue_line("markers", "failing_matrix: a failing disk on every controller (make test-failing)")
     config.addinivalue_line("markers", "beside_serial: neither boots the image nor runs make in the tree; "
                             "runs beside the serial tests")
 
@@ -125,7 +126,7 @@ CACHED = {**server.CACHED_SERVERS, **{f: b.cache_name for f, b in server_breaks.
 # make test built already (harness.src_program, under a lock); "golden" is
 # one mke2fs on the host; "arm64_built" only looks for the arm64 ISO.
 CHEAP_SHARED = {"tmp_path_factory", "_drop_module_folders", "worker_id", "testrun_uid",
-                "extscan", "cmdline", "authkeys", "report", "inroot", "golden", "arm64_built"} | set(CACHED)
+                "extscan", "cmdline", "authkeys", "report", "inroot", "golden", "arm64_built", "failing"} | set(CACHED)
 # A server not in the cache yet holds its tests together instead: spread,
 # every worker would start on it, one building for minutes, the others
 # waiting on the cache's lock with their cores unused. Seconds a build adds to

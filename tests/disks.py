@@ -40,6 +40,16 @@ def make_fs(img, size, fstype="ext4", label="xrdata", options=(), populate=None)
     subprocess.run(cmd + [img], check=True)
 
 
+def tree_fs(d, size, options=()):
+    """D/ext4.img of SIZE holding the known tree (written to D/tree); returns its path."""
+    src = os.path.join(d, "tree")
+    os.mkdir(src)
+    tree(src)
+    img = os.path.join(d, "ext4.img")
+    make_fs(img, size, populate=src, options=options)
+    return img
+
+
 def fsck_clean(img):
     r = host(["e2fsck", "-fn", img])
     assert r.returncode == 0, f"host e2fsck -fn {img} exited {r.returncode}: {r.stdout}{r.stderr}"

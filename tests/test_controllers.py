@@ -15,7 +15,7 @@ import subprocess
 
 import pytest
 
-from disks import cat, fsck_clean, loop_device, make_fs, sha256_file, tree
+from disks import cat, fsck_clean, loop_device, sha256_file, tree_fs
 from harness import TOP
 
 
@@ -47,15 +47,9 @@ CONTROLLERS = [
 
 @pytest.fixture(scope="module")
 def golden(tmp_path_factory):
-    d = tmp_path_factory.mktemp("golden")
-    src = d / "tree"
-    src.mkdir()
-    tree(str(src))
-    img = str(d / "ext4.img")
     # 64 MiB: a power of two, as an SD card must be.
     # 4 KiB blocks, so the same image also mounts from a 4K-native disk.
-    make_fs(img, "64M", populate=str(src), options=["-O", "extent", "-b", "4096"])
-    return img
+    return tree_fs(str(tmp_path_factory.mktemp("golden")), "64M", options=["-O", "extent", "-b", "4096"])
 
 
 # Waits for the volume labelled $L, polling for 15 s of the guest's clock
