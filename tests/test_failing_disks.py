@@ -33,7 +33,8 @@ QEMU_LSI = ("lsi53c895a", "lsi53c810")
 # QEMU 7.2's ESP model never answers a read that failed.
 QEMU_ESP = ("am53c974", "dc390")
 SECONDS = 1
-DISK_TIMEOUT = 20 * SECONDS + 90      # qemu/smoke's default bound on one disk's battery
+# qemu/smoke's default bound on one disk's battery (20 * SECONDS + 90), as slow as the host.
+DISK_TIMEOUT = round(scaled(20 * SECONDS + 90))
 GUEST_TIMEOUT = round(scaled(420))
 # The matrix's table, a row a controller, printed at the end of make test-failing.
 TABLE = os.path.join(OUT, "failing-matrix.tsv")
@@ -51,7 +52,10 @@ def row_of(said, result):
         return "panicked", f"oops at {m.group(1) if m else '?'}; QEMU's model named"
     if result is None:
         m = re.search(r"lsi53c895a\.c:\d+: (\w+): Assertion", said)
-        return "QEMU died", f"QEMU's assertion in {m.group(1)}" if m else said.strip().splitlines()[-1][:80]
+        last = said.strip().splitlines()[-1:] or ["no word"]
+        return "no result", f"QEMU's assertion in {m.group(1)}" if m else last[0][:80]
+    if len(result["disks"]) != 1 or result["disks"][0]["guest"] is None:
+        return "up", "the disk was not found"
     (disk,) = result["disks"]
     checks, stall = disk["checks"], disk["guest"]["stalled"]
     failed = ", ".join(c for c, v in checks.items() if not v["ok"])
@@ -89,8 +93,9 @@ def test_failing_disk_on_every_controller(failing, tmp_path, ctrl):
     before = sha256_file(img)
     out = tmp_path / "smoke.json"
     start = time.monotonic()
-    r = host([SMOKE, "--seconds", str(SECONDS), "--smp", SMP, "--timeout", str(GUEST_TIMEOUT), "--json", str(out),
-              "--disk", f"{img},if={ctrl},blkdebug={rules}"], timeout=GUEST_TIMEOUT + scaled(120))
+    r = host([SMOKE, "--seconds", str(SECONDS), "--disk-timeout", str(DISK_TIMEOUT), "--smp", SMP,
+              "--timeout", str(GUEST_TIMEOUT), "--json", str(out), "--disk", f"{img},if={ctrl},blkdebug={rules}"],
+             timeout=GUEST_TIMEOUT + scaled(120))
     said = r.stdout + r.stderr
     table_row(ctrl, time.monotonic() - start, *row_of(said, json.loads(out.read_text()) if out.exists() else None))
     assert sha256_file(img) == before, f"{ctrl}: the host's image changed"
@@ -135,9 +140,9 @@ def esp_row(result, disk, bad):
     timed-out command and a read that failed where the bad sectors are."""
     stall, checks = disk["guest"]["stalled"], disk["checks"]
     assert stall and stall["seconds"] == DISK_TIMEOUT, disk["guest"]
-    (stuck,) = [c for c, v in checks.items() if v["detail"].startswith(f"no answer within {DISK_TIMEOUT} s")]
-    assert not checks[stuck]["ok"], checks
-    assert result["seconds"] < result["guest_boot_seconds"] + DISK_TIMEOUT + scaled(60), result["seconds"]
+    stuck = [c for c, v in checks.items() if v["detail"].startswith(f"no answer within {DISK_TIMEOUT} s")]
+    assert len(stuck) == 1, checks
+    assert result["seconds"] < result["guest_boot_seconds"] + DISK_TIMEOUT + scaled(90), result["seconds"]
     log = disk["guest"]["kernel_log"]
     assert any("timing out command" in line for line in log), log
     # The kernel names the failed request by its first sector: one that holds the first bad one.

@@ -72,8 +72,17 @@ def test_a_mib_with_a_read_error_is_unreadable_not_different():
     assert v["first MiB"] == (False, "unreadable: a read error in it")
 
 
-def test_answers_never_given_are_not_taken_for_a_pass():
+def test_reads_never_answered_fail_and_health_never_asked_is_n_a():
     v = smoke.verdicts(VIEW, answer(first_mib=None, read=None, health=None))
     assert v["first MiB"] == (False, "not read")
     assert v["read"] == (False, "not read")
     assert v["health"] == (True, "n/a: not asked")
+
+
+def test_behind_a_passed_controller_an_unread_mib_is_no_match_for_itself():
+    """With --pci the host's view of a disk is the guest's own answer."""
+    a = answer(first_mib="unreadable", last_mib=None)
+    view = {k: a[k] for k in ("size", "logical", "physical", "first_mib", "last_mib")} | {"serial": None}
+    v = smoke.verdicts(view, a)
+    assert v["first MiB"] == (False, "unreadable: a read error in it")
+    assert v["last MiB"] == (False, "not read")
