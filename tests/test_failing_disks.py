@@ -48,7 +48,7 @@ def table_row(ctrl, seconds, outcome, named):
 def row_of(said, result):
     """(outcome, what was named) of one smoke run, for the table."""
     if "the guest's kernel panicked" in said:
-        m = re.search(r"the guest's kernel: .*?; at (\S+)", said)
+        m = re.search(r"the guest's kernel: .*?; at ([^;\s]+)", said)
         return "panicked", f"oops at {m.group(1) if m else '?'}; QEMU's model named"
     if result is None:
         m = re.search(r"lsi53c895a\.c:\d+: (\w+): Assertion", said)
