@@ -52,6 +52,12 @@ test-failing: all $(TEST_HOST_TOOLS) ## a failing disk (read errors in its ext4 
 	 sort $(OUT)/failing-matrix.tsv | awk -F'\t' '{printf "  %-13s %5s s  %-10s %s\n", $$1, $$3, $$2, $$4}'; \
 	 [ $$a = 0 ]
 
+.PHONY: test-undo-big
+test-undo-big: all $(TEST_HOST_TOOLS) ## a repair that fills the undo manager's held batch several times, its disk's writes logged and replayed at every flush point
+	$(Q)a=0; rm -f $(OUT)/undo-replay.txt; \
+	 $(PYTEST) -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadgroup -m undo_big tests/test_undo_replay.py || a=$$?; \
+	 cat $(OUT)/undo-replay.txt 2>/dev/null; [ $$a = 0 ]
+
 .PHONY: test-vfio
 test-vfio: all $(VFIO_L1_STAMP) $(TEST_HOST_TOOLS) ## PCI passthrough for real: vfio-pci in a nested guest with an emulated IOMMU, each controller of the matrix (megasas, lsi53c895a, nvme, ahci) smoke-tested through it, the fault paths
 	$(Q)$(PYTEST) -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadgroup $(if $(VFIO_MARK),-m '$(VFIO_MARK)') tests/test_vfio.py
@@ -59,7 +65,7 @@ test-vfio: all $(VFIO_L1_STAMP) $(TEST_HOST_TOOLS) ## PCI passthrough for real: 
 test: all $(STAMPS)/virt-firmware $(STAMPS)/qemu-user $(TEST_HOST_TOOLS) $(VFIO_L1_STAMP) test-arm64-programs ## run the whole test suite (boots, controllers, e2fsprogs suite, build checks), then its time table
 	$(Q)a=0 b=0; mv -f $(OUT)/test-times.tsv $(OUT)/test-times-last.tsv 2>/dev/null || true; \
 	 $(PYTEST) -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadgroup -m 'serial or beside_serial' tests/ || a=$$?; \
-	 EXTRESCUE_TIMES_APPEND=1 $(PYTEST) -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadgroup -m 'not serial and not beside_serial and not vfio_matrix and not failing_matrix' tests/ || b=$$?; \
+	 EXTRESCUE_TIMES_APPEND=1 $(PYTEST) -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadgroup -m 'not serial and not beside_serial and not vfio_matrix and not failing_matrix and not undo_big' tests/ || b=$$?; \
 	 tests/timetable.py; \
 	 [ $$a = 0 ] && [ $$b = 0 ]
 

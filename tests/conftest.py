@@ -102,6 +102,7 @@ def pytest_configure(config):
                             "one worker to itself")
     config.addinivalue_line("markers", "vfio_matrix: the VFIO matrix's controllers after megasas (make test-vfio)")
     config.addinivalue_line("markers", "failing_matrix: a failing disk on every controller (make test-failing)")
+    config.addinivalue_line("markers", "undo_big: a repair that fills the undo batch, replayed (make test-undo-big)")
     config.addinivalue_line("markers", "beside_serial: neither boots the image nor runs make in the tree; "
                             "runs beside the serial tests")
 
