@@ -53,9 +53,9 @@ test-failing: all $(TEST_HOST_TOOLS) ## a failing disk (read errors in its ext4 
 	 [ $$a = 0 ]
 
 .PHONY: test-undo-big
-test-undo-big: all $(TEST_HOST_TOOLS) ## a repair that fills the undo manager's held batch several times, its disk's writes logged and replayed at every flush point
+test-undo-big: all $(TEST_HOST_TOOLS) ## a repair that fills the undo manager's held batch, its disk's writes logged and replayed at every flush point, its calls traced block by block
 	$(Q)a=0; rm -f $(OUT)/undo-replay.txt; \
-	 $(PYTEST) -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadgroup -m undo_big tests/test_undo_replay.py || a=$$?; \
+	 $(PYTEST) -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadgroup -m undo_big tests/test_undo_replay.py tests/test_undo_order.py || a=$$?; \
 	 cat $(OUT)/undo-replay.txt 2>/dev/null; [ $$a = 0 ]
 
 .PHONY: test-vfio

@@ -14,7 +14,10 @@ That holds here because on a volume this small the held writes are let
 out only where the undo manager also flushes the volume (its flush and
 close); on a large one the writes let out when the held ones fill up can
 sit in unix_io's small cache and reach the volume after later records
-were written, which is right, and which this check would call wrong."""
+were written, which is right, and which this check would call wrong. So
+the big repair (make test-undo-big) is checked by the rule itself, block by
+block: the record of each block's original, found through the undo file's
+keys, written and synced before the block."""
 import bisect
 import os
 import re
@@ -24,7 +27,7 @@ import pytest
 from disks import make_fs, sha256_file, tree
 from harness import OUT, host
 from test_undo_powercut import BLOCK, populate
-from test_undo_replay import all_inode_tables
+from test_undo_replay import all_inode_tables, report
 from undo_records import records
 
 E2FS = os.path.join(OUT, "build", "e2fsprogs-root", "sbin")
@@ -149,8 +152,8 @@ def test_a_repair_that_fills_the_held_batch_writes_no_block_before_its_record_is
                 events.append((call, on_undo, None, None))
     checked, batches, wrong = order_of(events, saved)
     assert not wrong, wrong[0]
-    print(f"\n{checked} block writes checked, {len(saved)} records ({sum(s.size for s in saved)} bytes), "
-          f"{batches} syncfs+fsync commits of the undo file")
+    report(f"the big repair traced: {checked} block writes to the volume checked against {len(saved)} records "
+           f"({sum(s.size for s in saved)} bytes), {batches} syncfs+fsync commits of the undo file")
     assert checked > 1024, f"only {checked} block writes: the held batch never filled"
     # The check can fail: the same trace without the undo file's second
     # syncfs (the commit before a batch let out mid-pass) has volume writes
