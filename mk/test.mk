@@ -63,7 +63,7 @@ test-vfio: all $(VFIO_L1_STAMP) $(TEST_HOST_TOOLS) ## PCI passthrough for real: 
 	$(Q)$(PYTEST) -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadgroup $(if $(VFIO_MARK),-m '$(VFIO_MARK)') tests/test_vfio.py
 
 test: all $(STAMPS)/virt-firmware $(STAMPS)/qemu-user $(TEST_HOST_TOOLS) $(VFIO_L1_STAMP) test-arm64-programs ## run the whole test suite (boots, controllers, e2fsprogs suite, build checks), then its time table
-	$(Q)a=0 b=0; mv -f $(OUT)/test-times.tsv $(OUT)/test-times-last.tsv 2>/dev/null || true; \
+	$(Q)a=0 b=0; mv -f $(OUT)/test-times.tsv $(OUT)/test-times-last.tsv 2>/dev/null || true; rm -f $(OUT)/undo-replay.txt; \
 	 $(PYTEST) -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadgroup -m 'serial or beside_serial' tests/ || a=$$?; \
 	 EXTRESCUE_TIMES_APPEND=1 $(PYTEST) -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadgroup -m 'not serial and not beside_serial and not vfio_matrix and not failing_matrix and not undo_big' tests/ || b=$$?; \
 	 tests/timetable.py; \

@@ -8,11 +8,12 @@ the sectors written right after it. A flush is an entry with the FLUSH
 flag and no sectors; a write the guest asked to be durable carries FUA.
 
 A replay rebuilds the disk as a power cut would have left it: every
-write before a flush is on the medium; after it, any of the later ones
-may be missing (a volatile write cache keeps what it likes, in any
-order), but not a FUA write once it completed, nor a write before it in
-the same sectors after one in them, since a cache holds a sector's
-latest data only."""
+write before a flush is on the medium; of the later ones any may be
+missing (a volatile write cache keeps what it likes, in any order), but
+not a FUA write once it completed, and a sector never ends with older
+data over newer, since a cache holds a sector's latest data only. The
+model is the log's: writes in the order they completed, each kept or
+lost whole (a real disk may also tear a write of many sectors)."""
 import struct
 from typing import NamedTuple
 
@@ -45,13 +46,18 @@ class Log:
             for i in range(n):
                 f.seek(at)
                 sector, count, flags, _ = struct.unpack("<QQQQ", f.read(32))
-                if flags & (DISCARD | MARK):
-                    raise ValueError(f"{path}: entry {i} is a discard or a mark, which this replay does not model")
+                if flags & (DISCARD | MARK) or flags & ~0x1F:
+                    raise ValueError(f"{path}: entry {i} has flags {flags:#x} (a discard, a mark or unknown), "
+                                     "which this replay does not model")
+                if not count and not flags & FLUSH:
+                    raise ValueError(f"{path}: entry {i} writes nothing and is no flush (a torn log?)")
                 data_at = at + self.sector_size
                 at = data_at + count * self.sector_size
                 if at > size:
                     raise ValueError(f"{path}: entry {i} runs past the log's end (a log QEMU did not close?)")
                 self.entries.append(Entry(i, sector, count, flags, data_at))
+            if at != size:
+                raise ValueError(f"{path}: {size - at} bytes after its {n} entries (a log QEMU did not close?)")
 
     def flushes(self):
         """The indices of the flush entries: the points where everything before is durable."""
@@ -77,18 +83,17 @@ class Disk:
             if not e.count:
                 continue
             data = self.log.data(e)
-            at = e.sector * self.log.sector_size
+            at, done = e.sector * self.log.sector_size, 0
             for first, length, path in self.parts:
                 lo, hi = max(at, first), min(at + len(data), first + length)
                 if lo < hi:
                     with open(path, "r+b") as f:
                         f.seek(lo - first)
                         f.write(data[lo - at:hi - at])
-                    if hi - lo == len(data):
-                        break
-            else:
-                if not any(first <= at < first + length for first, length, _ in self.parts):
-                    raise ValueError(f"entry {e.index} writes sector {e.sector}, outside every replayed range")
+                    done += hi - lo
+            if done != len(data):
+                raise ValueError(f"entry {e.index} writes {len(data) - done} bytes from sector {e.sector} "
+                                 "outside every replayed range")
 
     def touches(self, e, part):
         first, length, _ = self.parts[part]

@@ -2,11 +2,13 @@
 through it: writes, a FUA write, flushes): the entries in order, each flush
 point holding exactly the writes before it, the replay onto a disk split
 in two files equal to the disk QEMU wrote, and what a lost cache may keep."""
+import os
 import random
 import subprocess
 
 import pytest
 
+from harness import TOP
 from logwrites import FLUSH, FUA, Disk, Entry, Log, lost_in_cache
 
 pytestmark = pytest.mark.beside_serial
@@ -95,3 +97,22 @@ def test_a_lost_cache_keeps_fua_writes_and_nothing_after_the_cut():
         assert [e.index for e in kept] == sorted(e.index for e in kept)
         seen_partial |= 0 < len(kept) < cut
     assert seen_partial, "no sample lost a write before its cut"
+
+
+def test_qemu_run_makes_a_write_log_only_of_a_new_or_log_file(tmp_path):
+    """The log is made new: a disk image, a symlink or a read-only disk named
+    for it is refused before anything is written; --dry-run writes nothing."""
+    img = tmp_path / "disk.img"
+    img.write_bytes(b"\x01" * 4096)
+    (tmp_path / "link.log").symlink_to(img)
+    run = [os.path.join(TOP, "qemu", "run"), "--dry-run", "--direct"]
+    for spec, said in ((f"{img},rw,logwrites={img}", "holds data that is no write log"),
+                       (f"{img},rw,logwrites={tmp_path / 'link.log'}", "is no regular file"),
+                       (f"{img},logwrites={tmp_path / 'new.log'}", "it needs rw"),
+                       (f"{img},rw,cache=unsafe,logwrites={tmp_path / 'new.log'}", "cache=unsafe")):
+        r = subprocess.run(run + ["--disk", spec], capture_output=True, text=True)
+        assert r.returncode == 2 and said in r.stderr, (spec, r.stderr)
+    assert img.read_bytes() == b"\x01" * 4096
+    r = subprocess.run(run + ["--disk", f"{img},rw,logwrites={tmp_path / 'new.log'}"], capture_output=True, text=True)
+    assert r.returncode == 0 and "file.driver=blklogwrites" in r.stdout, r.stderr
+    assert not (tmp_path / "new.log").exists(), "--dry-run made the log"
