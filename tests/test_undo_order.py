@@ -26,7 +26,7 @@ import pytest
 
 from disks import make_fs, sha256_file, tree
 from harness import OUT, host
-from test_undo_powercut import BLOCK, populate
+from test_undo_powercut import BLOCK, damaged_original
 from test_undo_replay import all_inode_tables, report
 from undo_records import records
 
@@ -116,11 +116,7 @@ def test_a_repair_that_fills_the_held_batch_writes_no_block_before_its_record_is
     followed both the write of the original it replaces (found through the
     undo file's own keys) and the first write of the key block naming it
     after that."""
-    src = tmp_path / "tree"
-    populate(str(src))
-    img = str(tmp_path / "volume.img")
-    make_fs(img, "256M", label="xrbig", populate=str(src), options=["-b", str(BLOCK), "-N", "32768"])
-    all_inode_tables(img)
+    img = damaged_original(tmp_path, "all inode tables", all_inode_tables)
     undo = str(tmp_path / "repair.e2undo")
     trace = str(tmp_path / "trace")
     r = host(["strace", "-f", "-y", "-o", trace, "-e",

@@ -83,6 +83,18 @@ def directories_and_bitmaps(img):
 SHAPES = {"inode tables": inode_tables, "directories and bitmaps": directories_and_bitmaps}
 
 
+def damaged_original(tmp_path, name, damage):
+    """TMP_PATH/original.img: 256 MiB of the 24,000 files, DAMAGE done to it
+    (a function of the image), e2fsck -fn seeing it."""
+    src = tmp_path / "tree"
+    populate(str(src))
+    original = str(tmp_path / "original.img")
+    make_fs(original, "256M", label="xrcut", populate=str(src), options=["-b", str(BLOCK), "-N", "32768"])
+    damage(original)
+    assert host(["e2fsck", "-fn", original]).returncode & 4, f"{name}: the damage is not there"
+    return original
+
+
 def undo_disk(path, fs):
     """A blank undo disk labelled XRUNDO."""
     if os.path.exists(path):
@@ -232,12 +244,7 @@ def outcome(tmp_path, target, original, undo, undo_fs):
 @pytest.mark.parametrize("undo_fs", ["ext4", "vfat"])
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_power_cut_during_a_repair_keeps_the_way_back(guest, tmp_path, shape, undo_fs):
-    src = tmp_path / "tree"
-    populate(str(src))
-    original = str(tmp_path / "original.img")
-    make_fs(original, "256M", label="xrcut", populate=str(src), options=["-b", str(BLOCK), "-N", "32768"])
-    SHAPES[shape](original)
-    assert host(["e2fsck", "-fn", original]).returncode & 4, f"{shape}: the damage is not there"
+    original = damaged_original(tmp_path, shape, SHAPES[shape])
     target, undo = str(tmp_path / "target.img"), str(tmp_path / "undo.img")
     tag = f"cut-{shape.split()[0]}-{undo_fs}"
 

@@ -27,10 +27,9 @@ import subprocess
 import pexpect
 import pytest
 
-from disks import make_fs
 from harness import OUT, host, scaled
 from logwrites import FLUSH, Disk, Log, lost_in_cache
-from test_undo_powercut import BLOCK, EAGER, SHAPES, copy, outcome, populate, undo_disk
+from test_undo_powercut import BLOCK, EAGER, SHAPES, copy, damaged_original, outcome, undo_disk
 
 MIB = 1 << 20
 VOLUME = (MIB, 256 * MIB)           # (first byte, length) of the two partitions
@@ -156,12 +155,7 @@ class Replay:
     pytest.param("all inode tables", "ext4", marks=pytest.mark.undo_big),
     pytest.param("all inode tables", "vfat", marks=pytest.mark.undo_big)])
 def test_every_flush_point_of_a_logged_repair_keeps_the_way_back(guest, tmp_path, shape, undo_fs):
-    src = tmp_path / "tree"
-    populate(str(src))
-    original = str(tmp_path / "original.img")
-    make_fs(original, "256M", label="xrcut", populate=str(src), options=["-b", str(BLOCK), "-N", "32768"])
-    SHAPES_HERE[shape](original)
-    assert host(["e2fsck", "-fn", original]).returncode & 4, f"{shape}: the damage is not there"
+    original = damaged_original(tmp_path, shape, SHAPES_HERE[shape])
     undo_blank = str(tmp_path / "undo-blank.img")
     undo_disk(undo_blank, undo_fs)
     disk, log_path = str(tmp_path / "disk.img"), str(tmp_path / "writes.log")
