@@ -128,9 +128,9 @@ class Replay:
 
     def forward(self, to):
         """Applies the entries before index TO."""
-        todo = self.log.entries[self.done:to]
-        self.disk.apply(todo)
-        self.volume_written = self.volume_written or any(self.disk.touches(e, 0) for e in todo)
+        pending = self.log.entries[self.done:to]
+        self.disk.apply(pending)
+        self.volume_written = self.volume_written or any(self.disk.touches(e, 0) for e in pending)
         self.done = to
 
     def judge(self, volume=None, undo=None):
