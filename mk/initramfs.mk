@@ -32,6 +32,7 @@ $(STAMPS)/initramfs-gen: $(INITRAMFS_INPUTS) $(foreach n,$(PACKAGES),$(call pin_
 	$(Q)touch $@
 
 $(INITRAMFS): $(INITRAMFS_DEPS) $(STAMPS)/initramfs-gen
+	$(Q)$(PRUNE_SRC_ROOT)
 	$(Q)initramfs/gen-list $(TOP)/initramfs $(BUSYBOX_BIN) $(BUSYBOX_LINKS) $(INITRAMFS_GEN) $(IMAGE_ROOTS) > $(BUILD)/initramfs.list
 	$(Q)scripts/check-bin-arch initramfs "$(ELF_MACHINE)" $$(awk '$$1 == "file" {print $$3}' $(BUILD)/initramfs.list)
 	$(Q)$(GEN_INIT_CPIO) -t $(SOURCE_DATE_EPOCH) $(BUILD)/initramfs.list > $(BUILD)/initramfs.cpio

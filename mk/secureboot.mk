@@ -48,7 +48,7 @@ $(SIGNED_BOOTLOADER): $(STAMPS)/boot-debs $(STAMPS)/sb-key $(SB_CERT) scripts/sb
 # The unified image every menu entry of the ESP boots, with the CD's default
 # entry as its command line: with Secure Boot on, systemd's stub ignores the
 # entry's options, and the initramfs applies the chosen entry's (see
-# initramfs/rootfs/lib/extrescue/boot-entry).
+# initramfs/rootfs/lib/extrescue/boot/efi-entry).
 $(SIGNED_UKI): $(STAMPS)/boot-debs $(STAMPS)/linux-built $(INITRAMFS) $(STAMPS)/initramfs-gen $(STAMPS)/sb-key \
 		$(SB_CERT) $(MENU_INPUTS) netboot/menus scripts/build-uki scripts/sb-sign
 	$(Q)mkdir -p $(SB_DIR)

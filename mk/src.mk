@@ -27,7 +27,7 @@ $(SRC_OBJ)/test-fast-string: src/test-fast-string.c src/fast-string.c
 # $(call host_tool,TARGET,DEPS,EXTRA CFLAGS) compile the .c files of DEPS.
 define static_tool
 $(1): $(2) $$(SRC_FLAGS) $$(STAMPS)/host-toolchain | $$(STAMPS)/linux-headers
-	$(Q)mkdir -p $$(dir $$@)
+	$(Q)if [ -f $$(@D) ]; then rm -f $$(@D); fi; mkdir -p $$(@D)
 	$(Q)$$(TARGET_CC) $$(MUSL_CFLAGS) -static -o $$@ $$(filter %.c,$(2))
 	$(Q)$(TARGET_STRIP) --strip-all $$@
 	$(Q)scripts/check-static src $$@
@@ -51,12 +51,12 @@ CMDLINE_SRC := src/cmdline.c src/text.h src/kargs.c src/kargs.h src/netargs.c sr
 $(eval $(call static_tool,$(SRC_ROOT)/sbin/cmdline,$(CMDLINE_SRC)))
 $(eval $(call host_tool,$(SRC_OBJ)/host/cmdline,$(CMDLINE_SRC),$(SANITIZE)))
 AUTHKEYS_SRC := src/authkeys.c src/sshkey.c src/sshkey.h
-$(eval $(call static_tool,$(SRC_ROOT)/lib/extrescue/authkeys,$(AUTHKEYS_SRC)))
+$(eval $(call static_tool,$(SRC_ROOT)/lib/extrescue/net/authkeys,$(AUTHKEYS_SRC)))
 $(eval $(call host_tool,$(SRC_OBJ)/host/authkeys,$(AUTHKEYS_SRC),$(SANITIZE)))
 
 # report: the JSON document rescue.report= sends.
 REPORT_SRC := src/report.c src/kargs.c src/kargs.h
-$(eval $(call static_tool,$(SRC_ROOT)/lib/extrescue/report,$(REPORT_SRC)))
+$(eval $(call static_tool,$(SRC_ROOT)/lib/extrescue/report/json,$(REPORT_SRC)))
 $(eval $(call host_tool,$(SRC_OBJ)/host/report,$(REPORT_SRC),$(SANITIZE)))
 
 # efibootmgr: the firmware's boot entries through efivarfs (our own; the
@@ -70,7 +70,7 @@ $(eval $(call static_tool,$(SRC_ROOT)/usr/sbin/nvme,src/nvme.c src/le.h src/text
 # inroot: resolves the target's paths inside its root (used by rescue-mount)
 # and writes its files (rescue-fstab) without following what it planted.
 INROOT_SRC := src/inroot.c src/inroot-replace.c src/inroot.h
-$(eval $(call static_tool,$(SRC_ROOT)/lib/extrescue/inroot,$(INROOT_SRC)))
+$(eval $(call static_tool,$(SRC_ROOT)/lib/extrescue/disks/inroot,$(INROOT_SRC)))
 $(eval $(call host_tool,$(SRC_OBJ)/host/inroot,$(INROOT_SRC),$(SANITIZE)))
 
 # disk-inuse: is a disk in use by any of its names; the one answer of
@@ -96,8 +96,12 @@ $(eval $(call host_tool,$(SRC_OBJ)/host/iobench,$(IOBENCH_DEPS)))
 
 # Every program of ours the image carries; `make src-programs` builds them
 # alone (for EXTRESCUE_ARCH=arm64, the tests run them under qemu-aarch64).
-SRC_PROGRAMS := $(addprefix $(SRC_ROOT)/,sbin/extscan sbin/iobench sbin/disk-inuse lib/extrescue/inroot sbin/cmdline \
-	lib/extrescue/authkeys lib/extrescue/report usr/sbin/efibootmgr usr/sbin/nvme)
+SRC_PROGRAMS := $(addprefix $(SRC_ROOT)/,sbin/extscan sbin/iobench sbin/disk-inuse lib/extrescue/disks/inroot sbin/cmdline \
+	lib/extrescue/net/authkeys lib/extrescue/report/json usr/sbin/efibootmgr usr/sbin/nvme)
+# A program that moved leaves its old file in an earlier build's SRC_ROOT,
+# which the image takes whole: the initramfs prunes it to these first.
+PRUNE_SRC_ROOT = find $(SRC_ROOT) -type f | while read -r f; do case " $(SRC_PROGRAMS) " in *" $$f "*) ;; \
+	*) echo "src: $$f is no program of today's; removed" && rm -f "$$f" ;; esac; done
 .PHONY: src-programs
 src-programs: $(SRC_PROGRAMS) ## our own programs (src/), static, for the target architecture
 

@@ -240,7 +240,7 @@ static void jfilef(const char *fmt, const char *name)
 }
 
 /* NAME's addresses in ADDRS, "NAME ADDRESS/PREFIX" lines written by
- * report-send from `ip -o addr`, as a JSON array of at most 16. */
+ * report/send from `ip -o addr`, as a JSON array of at most 16. */
 static void jaddresses(const char *addrs, const char *name)
 {
 	size_t nl = strlen(name);
@@ -461,7 +461,7 @@ int main(int argc, char **argv)
 	from_file("/run/extscan.json", jextscan);
 	printf(",\n  \"fsck\": ");
 	from_file("/run/extrescue/fsck.results", jfsck);
-	/* "ED25519 SHA256:..." lines, written by sshd-up when the server started. */
+	/* "ED25519 SHA256:..." lines, written by net/sshd when the server started. */
 	printf(",\n  \"ssh_host_keys\": ");
 	from_file("/run/extrescue/ssh/fingerprints", jlines);
 	printf(",\n  \"errors\": ");

@@ -356,8 +356,8 @@ ARM64_OUT = (os.path.join(TOP, "out", "arm64") if OUT == os.path.join(TOP, "out"
 # Debian 13's static qemu-aarch64, unpacked by make test (Debian 12's lacks openat2).
 QEMU_AARCH64 = os.path.join(OUT, "build", "qemu-user", "usr", "bin", "qemu-aarch64")
 IMAGE_PATHS = {"extscan": "sbin/extscan", "cmdline": "sbin/cmdline", "iobench": "sbin/iobench",
-               "inroot": "lib/extrescue/inroot", "authkeys": "lib/extrescue/authkeys",
-               "report": "lib/extrescue/report"}
+               "inroot": "lib/extrescue/disks/inroot", "authkeys": "lib/extrescue/net/authkeys",
+               "report": "lib/extrescue/report/json"}
 
 
 def src_program(name, build):

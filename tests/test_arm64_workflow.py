@@ -144,12 +144,12 @@ def test_arm64_crashed_volume_stack_ssh_and_report(guest, crashed, prepared, tmp
         # committed files there, the kernel told the disk is read-only.
         out = g.check("rescue-fsck check /dev/vda", timeout=300)
         assert "/dev/vda: journal replayed in RAM; the disk is untouched" in out, out
-        g.check("mkdir -p /mnt/x && /lib/extrescue/mount-ro /dev/vda /mnt/x", timeout=120)
+        g.check("mkdir -p /mnt/x && /lib/extrescue/disks/mount-ro /dev/vda /mnt/x", timeout=120)
         assert g.check("cat /mnt/x/file1 /mnt/x/file8").split() == ["committed-1", "committed-8"]
         g.check("(cd /mnt/x && md5sum -c big.md5)")
         assert g.run("touch /mnt/x/new")[0] != 0, "a read-only mount took a write"
         assert g.check("blockdev --getro /dev/vda").strip() == "1", "the kernel was not told: vda is writable"
-        g.check("umount /mnt/x && /lib/extrescue/release-ro")
+        g.check("umount /mnt/x && /lib/extrescue/disks/release-ro")
 
         # LUKS on LVM on RAID1, assembled read-only from the two legs.
         status, out = g.run(f"printf '%s\\n' '{PASS}' | rescue-assemble", timeout=300)

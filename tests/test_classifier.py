@@ -118,7 +118,7 @@ def test_clones_and_named_disks(guest, tmp_path):
         g.check("rm -rf /run/extrescue/param && mkdir -p /run/extrescue/param")
         for key, value in params.items():
             g.check(f"printf %s '{value}' > /run/extrescue/param/{key}")
-        return g.run("/lib/extrescue/unattended 2>&1; cat /run/extrescue/said; : > /run/extrescue/said",
+        return g.run("/lib/extrescue/boot/unattended 2>&1; cat /run/extrescue/said; : > /run/extrescue/said",
                      timeout=180)[1]
 
     out = unattended(fsck="repair", devices=f"UUID={uuid}", undo="none")

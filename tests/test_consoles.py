@@ -73,7 +73,7 @@ def test_every_console_gets_a_shell(guest, tmp_path, name, append, shell_on, not
     tty = con.check("tty").strip()
     assert tty == f"/dev/{shell_on}", tty
     if note:
-        assert note in con.check("cat /run/extrescue/cmdline.warnings; /lib/extrescue/consoles -v 2>&1"), note
+        assert note in con.check("cat /run/extrescue/cmdline.warnings; /lib/extrescue/console/list -v 2>&1"), note
     con.child.sendline("poweroff -f")
     g.expect([pexpect.EOF], scaled(60), "QEMU to exit after poweroff")
     g.assert_no_fatal()
@@ -126,9 +126,9 @@ def test_banner_tells_the_truth_and_poweroff_leaves_clean(guest, tmp_path):
     img = str(tmp_path / "root.img")
     make_fs(img, "32M", label="xrtruth")
     g = boot_with_disks(guest, "con-truth", [img])
-    assert "Nothing on any disk has been mounted, assembled or changed" in g.check("/lib/extrescue/banner")
+    assert "Nothing on any disk has been mounted, assembled or changed" in g.check("/lib/extrescue/boot/banner")
     g.check("rescue-mount --rw LABEL=xrtruth && echo hello > /mnt/root/new")
-    banner = g.check("/lib/extrescue/banner")
+    banner = g.check("/lib/extrescue/boot/banner")
     assert "mounted    /dev/vda on /mnt/root rw" in banner and "Nothing on any disk" not in banner, banner
     # Plain poweroff: extrescue's way out unmounts first.
     assert g.poweroff("poweroff") == 0
@@ -146,7 +146,7 @@ def test_eighty_columns_and_no_daemons(guest, tmp_path):
     g = boot_with_disks(guest, "con-80", [img, bad])
     name = "xr-a-very-long-mapper-name-0123456789ab"   # /dev/mapper/ + 40 characters
     g.check(f"echo \"0 $(blockdev --getsz /dev/vda) linear /dev/vda 0\" | dmsetup create {name}")
-    long_lines = g.check("stty cols 80; { /lib/extrescue/banner; extscan; extscan -v; } | awk 'length > 80'")
+    long_lines = g.check("stty cols 80; { /lib/extrescue/boot/banner; extscan; extscan -v; } | awk 'length > 80'")
     g.check("stty cols 500")
     assert not long_lines.strip(), long_lines
     table = g.check("stty cols 80; extscan; stty cols 500")

@@ -79,9 +79,9 @@ def test_noload_when_the_overlay_does_not_fit(guest, tmp_path):
     before = sha256_file(disks["data"])
     # 256 MiB of RAM: /run holds 128 MiB, a 256 MiB journal's replay may need 388.
     g = boot_with_disks(guest, "crash-noload", [disks["data"]], mem=256)
-    out = g.check("mkdir -p /mnt/x && /lib/extrescue/mount-ro /dev/vda /mnt/x")
+    out = g.check("mkdir -p /mnt/x && /lib/extrescue/disks/mount-ro /dev/vda /mnt/x")
     assert "noload: journal NOT replayed" in out and "MiB of RAM" in out, out
-    g.check("umount /mnt/x && /lib/extrescue/release-ro")
+    g.check("umount /mnt/x && /lib/extrescue/disks/release-ro")
     out = g.check("rescue-fsck check /dev/vda", timeout=120)
     assert "journal NOT replayed (no room in RAM" in out, out
     assert g.poweroff() == 0

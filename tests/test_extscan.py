@@ -343,8 +343,8 @@ def test_second_path_and_udev_names(guest, tmp_path):
     assert volumes["/dev/vda"]["label"] == "mpath", volumes
     assert volumes["/dev/vdb"]["member"] == "multipath", volumes
     assert "second path to /dev/vda" in volumes["/dev/vdb"]["member_of"], volumes
-    assert g.check("/lib/extrescue/resolve-dev /dev/disk/by-id/virtio-XRMP1").strip() == "/dev/vda"
+    assert g.check("/lib/extrescue/disks/resolve /dev/disk/by-id/virtio-XRMP1").strip() == "/dev/vda"
     pci = g.check("basename $(dirname $(readlink -f /sys/class/block/vdb/device))").strip()
-    assert g.check(f"/lib/extrescue/resolve-dev /dev/disk/by-path/pci-{pci}").strip() == "/dev/vdb"
-    assert g.run("/lib/extrescue/resolve-dev /dev/disk/by-id/nothing-here")[0] == 1
+    assert g.check(f"/lib/extrescue/disks/resolve /dev/disk/by-path/pci-{pci}").strip() == "/dev/vdb"
+    assert g.run("/lib/extrescue/disks/resolve /dev/disk/by-id/nothing-here")[0] == 1
     assert g.poweroff() == 0

@@ -80,7 +80,7 @@ def serve(folder):
 def test_dhcp_address_in_banner(guest, model):
     g = boot(guest, f"net-dhcp-{model}", "ip=dhcp", [model])
     assert "10.0.2.15/24 by DHCP" in g.serial_log()
-    banner = g.check("/lib/extrescue/banner")
+    banner = g.check("/lib/extrescue/boot/banner")
     assert re.search(r"eth0\s+52:54:00:[0-9a-f:]{8}\s+link up .*10\.0\.2\.15/24", banner), banner
     assert "default via 10.0.2.2 dev eth0" in g.check("ip route")
     assert "nameserver 10.0.2.3" in g.check("cat /etc/resolv.conf")
@@ -120,7 +120,7 @@ def test_ssh_keys_only(guest, tmp_path):
                      g.serial_log())
     assert said, g.serial_log()[-2000:]
     assert listening(g) == [22]
-    assert "ED25519 " + said.group(1) in g.check("/lib/extrescue/banner")
+    assert "ED25519 " + said.group(1) in g.check("/lib/extrescue/boot/banner")
 
     # The host key the client sees is the one the console printed. One
     # connection per key type the server has: every type at once (OpenSSH's

@@ -93,7 +93,7 @@ def test_usb_with_the_key_enrolled_and_each_entry_does_what_it_says(guest):
     assert_locked_down(g)
     assert "rescue.fsck" not in g.check("cat /proc/cmdline")
     assert "rescue.fsck=check" in g.check("cat /run/extrescue/entry-cmdline")
-    assert g.check("/lib/extrescue/param fsck").strip() == "check"
+    assert g.check("/lib/extrescue/system/kernel-param fsck").strip() == "check"
     assert "unattended rescue.fsck=check" in g.serial_log()
     assert g.poweroff() == 0
     g.assert_no_fatal()

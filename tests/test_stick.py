@@ -272,7 +272,7 @@ def test_keys_and_parameters_from_the_stick_reach_ssh(guest, tmp_path):
     assert r.stdout.split() == ["none", "no-after"], r.stdout
     r = ssh(intruder, port, "true", str(tmp_path))
     assert r.returncode != 0, "the key planted on a server disk logged in"
-    banner = g.check("/lib/extrescue/banner")
+    banner = g.check("/lib/extrescue/boot/banner")
     # QEMU's boot medium is read-only: the stick is used, and nothing is written to it.
     assert "Stick: /dev/sda2 (EXTRESCUE on the disk this system booted from), write-protected" in banner, banner
     # The stick's own static address, not DHCP for its keys.
