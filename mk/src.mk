@@ -12,15 +12,15 @@ $(call write_if_changed,$(SRC_FLAGS),$(TARGET_CC) $(MUSL_CFLAGS) | $(CC) $(HOST_
 FAST_STRING_A := $(SRC_OBJ)/libfast-string.a
 
 # -fno-builtin: these are the library functions; never turn them into calls.
-$(FAST_STRING_A): src/fast-string.c $(SRC_FLAGS) $(STAMPS)/host-toolchain | $(STAMPS)/linux-headers
+$(FAST_STRING_A): src/fast-string/fast-string.c $(SRC_FLAGS) $(STAMPS)/host-toolchain | $(STAMPS)/linux-headers
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(TARGET_CC) $(MUSL_CFLAGS) -fno-builtin -c $< -o $(SRC_OBJ)/fast-string.o
 	$(Q)rm -f $@ && $(TARGET_AR) rcD $@ $(SRC_OBJ)/fast-string.o
 
-$(SRC_OBJ)/test-fast-string: src/test-fast-string.c src/fast-string.c
+$(SRC_OBJ)/test-fast-string: tests/c/test-fast-string.c src/fast-string/fast-string.c
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) -O2 -Wall -Wextra -fno-builtin -Dmemcmp=xr_memcmp -Dstrncmp=xr_strncmp -c src/fast-string.c -o $@.o
-	$(Q)$(CC) -O2 -Wall -Wextra src/test-fast-string.c $@.o -o $@
+	$(Q)$(CC) -O2 -Wall -Wextra -fno-builtin -Dmemcmp=xr_memcmp -Dstrncmp=xr_strncmp -c src/fast-string/fast-string.c -o $@.o
+	$(Q)$(CC) -O2 -Wall -Wextra tests/c/test-fast-string.c $@.o -o $@
 
 # Our tools: static with musl for the image; the ones with host-side tests
 # also natively, with the sanitizers. $(call static_tool,TARGET,DEPS) and
@@ -41,35 +41,35 @@ endef
 SRC_ROOT := $(BUILD)/src-root
 
 # extscan: what is on every disk, read-only.
-EXTSCAN_SRC := src/extscan.c src/extsb.c src/extsb.h src/layout.c src/layout.h src/le.h src/text.h
+EXTSCAN_SRC := src/extscan/extscan.c src/lib/extsb.c src/lib/extsb.h src/lib/layout.c src/lib/layout.h src/lib/le.h src/lib/text.h
 $(eval $(call static_tool,$(SRC_ROOT)/sbin/extscan,$(EXTSCAN_SRC)))
 $(eval $(call host_tool,$(SRC_OBJ)/host/extscan,$(EXTSCAN_SRC),$(SANITIZE)))
 
 # cmdline: the kernel command line as data (run by init), network parameters
 # and SSH keys included; authkeys: a fetched authorized_keys file, checked.
-CMDLINE_SRC := src/cmdline.c src/text.h src/kargs.c src/kargs.h src/netargs.c src/netargs.h src/sshkey.c src/sshkey.h
+CMDLINE_SRC := src/cmdline/cmdline.c src/lib/text.h src/lib/kargs.c src/lib/kargs.h src/lib/netargs.c src/lib/netargs.h src/lib/sshkey.c src/lib/sshkey.h
 $(eval $(call static_tool,$(SRC_ROOT)/sbin/cmdline,$(CMDLINE_SRC)))
 $(eval $(call host_tool,$(SRC_OBJ)/host/cmdline,$(CMDLINE_SRC),$(SANITIZE)))
-AUTHKEYS_SRC := src/authkeys.c src/sshkey.c src/sshkey.h
+AUTHKEYS_SRC := src/authkeys/authkeys.c src/lib/sshkey.c src/lib/sshkey.h
 $(eval $(call static_tool,$(SRC_ROOT)/lib/extrescue/net/authkeys,$(AUTHKEYS_SRC)))
 $(eval $(call host_tool,$(SRC_OBJ)/host/authkeys,$(AUTHKEYS_SRC),$(SANITIZE)))
 
 # report: the JSON document rescue.report= sends.
-REPORT_SRC := src/report.c src/kargs.c src/kargs.h
+REPORT_SRC := src/report/report.c src/lib/kargs.c src/lib/kargs.h
 $(eval $(call static_tool,$(SRC_ROOT)/lib/extrescue/report/json,$(REPORT_SRC)))
 $(eval $(call host_tool,$(SRC_OBJ)/host/report,$(REPORT_SRC),$(SANITIZE)))
 
 # efibootmgr: the firmware's boot entries through efivarfs (our own; the
 # archive serves neither efibootmgr's nor efivar's sources).
-$(eval $(call static_tool,$(SRC_ROOT)/usr/sbin/efibootmgr,src/efibootmgr.c src/le.h))
+$(eval $(call static_tool,$(SRC_ROOT)/usr/sbin/efibootmgr,src/efibootmgr/efibootmgr.c src/lib/le.h))
 
 # nvme: the read-only nvme-cli commands (list, id-ctrl, smart-log,
 # error-log), our own: the archive serves no libnvme source.
-$(eval $(call static_tool,$(SRC_ROOT)/usr/sbin/nvme,src/nvme.c src/le.h src/text.h))
+$(eval $(call static_tool,$(SRC_ROOT)/usr/sbin/nvme,src/nvme/nvme.c src/lib/le.h src/lib/text.h))
 
 # inroot: resolves the target's paths inside its root (used by rescue-mount)
 # and writes its files (rescue-fstab) without following what it planted.
-INROOT_SRC := src/inroot.c src/inroot-replace.c src/inroot.h
+INROOT_SRC := src/inroot/inroot.c src/inroot/inroot-replace.c src/inroot/inroot.h
 $(eval $(call static_tool,$(SRC_ROOT)/lib/extrescue/disks/inroot,$(INROOT_SRC)))
 $(eval $(call host_tool,$(SRC_OBJ)/host/inroot,$(INROOT_SRC),$(SANITIZE)))
 
@@ -78,8 +78,8 @@ $(eval $(call host_tool,$(SRC_OBJ)/host/inroot,$(INROOT_SRC),$(SANITIZE)))
 # beside write-stick in out/ARCH/, where write-stick and qemu/run find it:
 # static with the host's musl (70 KB, where glibc's static is 800 KB), so
 # it runs on whatever host the release is copied to.
-INUSE_SRC := src/inuse.c src/inuse.h
-DISK_INUSE_SRC := src/disk-inuse.c $(INUSE_SRC)
+INUSE_SRC := src/lib/inuse.c src/lib/inuse.h
+DISK_INUSE_SRC := src/disk-inuse/disk-inuse.c $(INUSE_SRC)
 $(eval $(call static_tool,$(SRC_ROOT)/sbin/disk-inuse,$(DISK_INUSE_SRC)))
 $(eval $(call host_tool,$(SRC_OBJ)/host/disk-inuse,$(DISK_INUSE_SRC),$(SANITIZE)))
 $(OUT)/disk-inuse: $(DISK_INUSE_SRC) $(SRC_FLAGS) | $(STAMPS)/host-deps
@@ -88,9 +88,9 @@ $(OUT)/disk-inuse: $(DISK_INUSE_SRC) $(SRC_FLAGS) | $(STAMPS)/host-deps
 
 # iobench: the same source builds for the host so a loop device there gives
 # the side-by-side table.
-IOBENCH_SRC := src/iobench.c src/iobench-dev.c src/iobench-work.c src/iobench-report.c src/iobench-read.c src/md5.c \
-	src/inuse.c
-IOBENCH_DEPS := $(IOBENCH_SRC) $(wildcard src/iobench*.h) src/md5.h src/inuse.h
+IOBENCH_SRC := src/iobench/iobench.c src/iobench/iobench-dev.c src/iobench/iobench-work.c src/iobench/iobench-report.c src/iobench/iobench-read.c src/lib/md5.c \
+	src/lib/inuse.c
+IOBENCH_DEPS := $(IOBENCH_SRC) $(wildcard src/iobench/*.h) src/lib/md5.h src/lib/inuse.h
 $(eval $(call static_tool,$(SRC_ROOT)/sbin/iobench,$(IOBENCH_DEPS)))
 $(eval $(call host_tool,$(SRC_OBJ)/host/iobench,$(IOBENCH_DEPS)))
 
@@ -107,7 +107,7 @@ src-programs: $(SRC_PROGRAMS) ## our own programs (src/), static, for the target
 
 # Fuzzing needs clang's libFuzzer, installed on first use only. One target per
 # parser of hostile bytes, PARSER:MAX_LEN (the largest input it is given), each
-# src/fuzz-PARSER.c. A run is FUZZ_RUNS inputs per parser, a count and not a
+# src/fuzz/fuzz-PARSER.c. A run is FUZZ_RUNS inputs per parser, a count and not a
 # time, so it means the same on any machine; FUZZ_SECONDS, if set, caps each.
 FUZZ_RUNS ?= 200000
 FUZZ_PARSERS := extsb:4096 layout:400000 cmdline:9000 netargs:512 authkeys:16384 report:20000
@@ -120,19 +120,19 @@ $(STAMPS)/host-deps-fuzz: configs/host-packages-fuzz | $(STAMPS)
 	$(Q)echo "libclang-rt-$$(clang -dumpversion | cut -d. -f1)-dev" > $@.runtime && scripts/host-deps $@.runtime
 	$(Q)touch $@
 
-# $(call fuzz_target,PARSER,DEPS): src/fuzz-PARSER.c linked with the .c files
+# $(call fuzz_target,PARSER,DEPS): src/fuzz/fuzz-PARSER.c linked with the .c files
 # of DEPS marked +; the rest are headers or the tool the target includes.
 define fuzz_target
-$(SRC_OBJ)/fuzz-$(1): src/fuzz-$(1).c $(subst +,,$(2)) | $$(STAMPS)/host-deps-fuzz
+$(SRC_OBJ)/fuzz-$(1): src/fuzz/fuzz-$(1).c $(subst +,,$(2)) | $$(STAMPS)/host-deps-fuzz
 	$(Q)mkdir -p $$(dir $$@)
-	$(Q)clang $$(FUZZ_CFLAGS) -o $$@ src/fuzz-$(1).c $(patsubst +%,%,$(filter +%,$(2)))
+	$(Q)clang $$(FUZZ_CFLAGS) -o $$@ src/fuzz/fuzz-$(1).c $(patsubst +%,%,$(filter +%,$(2)))
 endef
-$(eval $(call fuzz_target,extsb,+src/extsb.c src/extsb.h src/le.h src/text.h))
-$(eval $(call fuzz_target,layout,+src/layout.c src/layout.h src/le.h src/text.h))
-$(eval $(call fuzz_target,cmdline,src/cmdline.c src/text.h +src/kargs.c src/kargs.h +src/netargs.c src/netargs.h +src/sshkey.c src/sshkey.h))
-$(eval $(call fuzz_target,netargs,+src/netargs.c src/netargs.h))
-$(eval $(call fuzz_target,authkeys,src/authkeys.c +src/sshkey.c src/sshkey.h))
-$(eval $(call fuzz_target,report,src/report.c +src/kargs.c src/kargs.h))
+$(eval $(call fuzz_target,extsb,+src/lib/extsb.c src/lib/extsb.h src/lib/le.h src/lib/text.h))
+$(eval $(call fuzz_target,layout,+src/lib/layout.c src/lib/layout.h src/lib/le.h src/lib/text.h))
+$(eval $(call fuzz_target,cmdline,src/cmdline/cmdline.c src/lib/text.h +src/lib/kargs.c src/lib/kargs.h +src/lib/netargs.c src/lib/netargs.h +src/lib/sshkey.c src/lib/sshkey.h))
+$(eval $(call fuzz_target,netargs,+src/lib/netargs.c src/lib/netargs.h))
+$(eval $(call fuzz_target,authkeys,src/authkeys/authkeys.c +src/lib/sshkey.c src/lib/sshkey.h))
+$(eval $(call fuzz_target,report,src/report/report.c +src/lib/kargs.c src/lib/kargs.h))
 FUZZ_BINS := $(foreach t,$(FUZZ_PARSERS),$(SRC_OBJ)/fuzz-$(firstword $(subst :, ,$(t))))
 
 # One line per parser; the crashing inputs stay in fuzz-crashes/PARSER/, the

@@ -89,44 +89,44 @@ smoke: $(ISO) $(OUT)/disk-inuse ## qemu/smoke: DISK=/dev/sdX [CTRL=ahci] and/or 
 	$(Q)qemu/smoke $(foreach d,$(DISK),--disk $(d)$(if $(CTRL),$(comma)if=$(CTRL))) $(foreach p,$(PCI),--pci $(p)) $(ARGS)
 
 bench: $(ISO) $(STAMPS)/virt-firmware ## image sizes; seconds to a shell: BIOS, UEFI, UEFI with Secure Boot on (median of 5, TCG)
-	$(Q)tests/bench-boot --iso $(ISO) --runs 5 --secureboot
+	$(Q)bench/bench-boot --iso $(ISO) --runs 5 --secureboot
 
 bench-stick: $(ISO) ## seconds for write-stick to make a 1 GiB stick; boot from the plain ISO and from that stick as USB, side by side (median of 3, TCG)
-	$(Q)tests/bench-stick $(ISO) 3
+	$(Q)bench/bench-stick $(ISO) 3
 
 bench-fsck: $(STAMPS)/e2fsprogs-installed ## the image's e2fsck/debugfs against the host's: medians, ratios, sizes
-	$(Q)tests/bench-fsck $(E2FSPROGS_OBJ)
+	$(Q)bench/bench-fsck $(E2FSPROGS_OBJ)
 
 bench-scratch: $(STAMPS)/e2fsprogs-installed ## the image's e2fsck with its tables in RAM and in scratch files: medians, slowdown, peak memory
-	$(Q)tests/bench-scratch $(E2FSPROGS_OBJ)
+	$(Q)bench/bench-scratch $(E2FSPROGS_OBJ)
 
 bench-undo: $(STAMPS)/e2fsprogs-installed ## repairs with an undo file (written ahead of the volume) on a damaged 1 GiB ext4: medians, ratios, undo sizes, fsyncs; BENCH_UNDO_WITH=NAME=PATH adds another e2fsck
-	$(Q)tests/bench-undo $(E2FSPROGS_OBJ) $(foreach w,$(BENCH_UNDO_WITH),--with $(w))
+	$(Q)bench/bench-undo $(E2FSPROGS_OBJ) $(foreach w,$(BENCH_UNDO_WITH),--with $(w))
 
 bench-kernel: $(ISO) ## bzImage size, option count, build time, seconds to each controller's disk
-	$(Q)tests/bench-kernel
+	$(Q)bench/bench-kernel
 
 bench-io: $(ISO) $(SRC_OBJ)/host/iobench ## iobench's matrix in the image (TCG) and on a host loop device, side by side
 	$(Q)mkdir -p $(OUT)/bench
-	$(Q)tests/bench-io $(BENCH_IO_ARGS)
+	$(Q)bench/bench-io $(BENCH_IO_ARGS)
 
 bench-assemble: $(ISO) ## storage tool sizes; seconds to the RAID1+LVM+LUKS2 stack assembled and checked (TCG)
 	$(Q)mkdir -p $(OUT)/bench
-	$(Q)tests/bench-assemble 3
+	$(Q)bench/bench-assemble 3
 
 bench-crash: $(ISO) ## seconds to a crashed 1 GiB ext4's files through the RAM overlay vs plain mount -o ro (TCG)
 	$(Q)mkdir -p $(OUT)/bench
-	$(Q)tests/bench-crash 5
+	$(Q)bench/bench-crash 5
 
 bench-consoles: $(ISO) ## seconds to a shell on each console kind; what an unanswered passphrase costs (TCG)
 	$(Q)mkdir -p $(OUT)/bench
-	$(Q)tests/bench-consoles 3
+	$(Q)bench/bench-consoles 3
 
 bench-net: $(ISO) ## image size of the network; seconds to an ssh login and to a bare boot's report (TCG)
-	$(Q)tests/bench-net 3
+	$(Q)bench/bench-net 3
 
 bench-netboot: all ## sizes of out/netboot/; seconds to a shell on each network boot path, and to a fleet check's report (TCG)
-	$(Q)tests/bench-netboot 3
+	$(Q)bench/bench-netboot 3
 
 # Two clean builds from the same commit must give the same ISO, byte for byte.
 repro-check: | $(STAMPS)/host-deps ## build twice from clean, the second as another user in another folder, umask, locale and time zone, ccache off; compare (diffoscope on a difference)

@@ -48,7 +48,7 @@ HOST_CACHE = os.environ.get("EXTRESCUE_CACHE") or os.path.expanduser("~/.cache/e
 CCACHE_DIR = os.environ.get("CCACHE_DIR") or os.path.join(HOST_CACHE, "ccache")
 RUN = os.path.join(TOP, "qemu", "run")
 SCALE = float(os.environ.get("EXTRESCUE_TIMEOUT_SCALE", "1"))
-# Virtual CPUs per test guest: one (tests/bench-test-smp, two guests on two
+# Virtual CPUs per test guest: one (bench/bench-test-smp, two guests on two
 # cores: 8% faster than two vCPUs; a second vCPU only competes for the
 # cores the other guests use). A test's own
 # --smp comes later and wins.

@@ -30,8 +30,10 @@ CACHE = os.path.join(os.environ.get("EXTRESCUE_CACHE") or os.path.expanduser("~/
 # an input as every tracked file outside tests/ is.)
 BUILDERS = ("tests/server.py", "tests/server_encrypted.py", "tests/server_breaks.py", "tests/disks.py",
             "tests/stacks.py", "tests/image_cache.py", "tests/server/build-fixture", "tests/server/packages")
-# Tracked files that change no byte of a server.
-NOT_INPUTS = ("README.md", "LICENSE")
+# Tracked files that change no byte of a server: words (every *.md) and the
+# benchmarks.
+NOT_INPUTS = ("LICENSE",)
+NOT_INPUT_FOLDERS = ("bench/",)
 
 
 def _tracked():
@@ -63,7 +65,8 @@ def key(name, tarball):
     without one, by the image's own tools)."""
     h = hashlib.sha256(f"{name}\0".encode())
     for rel in _tracked():
-        if rel in NOT_INPUTS or (rel.startswith("tests/") and rel not in BUILDERS):
+        if rel in NOT_INPUTS or rel.endswith(".md") or rel.startswith(NOT_INPUT_FOLDERS) or \
+                (rel.startswith("tests/") and rel not in BUILDERS):
             continue
         path = os.path.join(TOP, rel)
         if os.path.isfile(path):      # a deleted, not yet committed file is no input

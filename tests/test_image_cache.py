@@ -10,7 +10,7 @@ import image_cache
 
 def repo(tmp_path):
     top = tmp_path / "top"
-    for rel, text in (("src/extscan.c", "int main(void) { return 0; }\n"), ("README.md", "# x\n"),
+    for rel, text in (("src/extscan/extscan.c", "int main(void) { return 0; }\n"), ("README.md", "# x\n"),
                       ("tests/server.py", "# builds the server\n"), ("tests/test_other.py", "# a test\n")):
         (top / rel).parent.mkdir(parents=True, exist_ok=True)
         (top / rel).write_text(text)
@@ -29,7 +29,7 @@ def test_key_follows_every_input_and_nothing_else(tmp_path, monkeypatch):
     (top / "README.md").write_text("# words only\n")
     (top / "tests/test_other.py").write_text("# another test\n")
     assert image_cache.key("bios", str(tarball)) == base, "a file that builds nothing changed the key"
-    for rel in ("src/extscan.c", "tests/server.py"):
+    for rel in ("src/extscan/extscan.c", "tests/server.py"):
         before = (top / rel).read_text()
         (top / rel).write_text(before + "// changed\n")
         assert image_cache.key("bios", str(tarball)) != base, f"{rel} changed and the key did not"
@@ -66,7 +66,7 @@ def test_entries_built_once_shared_and_never_half(tmp_path, monkeypatch):
     assert layout["rootdev"] == "/dev/vda1" and sums == {"/f": "00"}
     assert open(layout["root"]).read() == "disk" and layout["disks"] == [layout["root"]]
     # A build that fails leaves nothing that looks finished; the next one builds.
-    (top / "src/extscan.c").write_text("changed\n")
+    (top / "src/extscan/extscan.c").write_text("changed\n")
 
     def broken(folder):
         raise RuntimeError("guest died")

@@ -1,6 +1,6 @@
 # mimalloc: the allocator of the e2fsprogs programs. musl's malloc maps and
 # unmaps a page for short-lived blocks (e2fsck: about once per directory
-# block) and walks its slot bitmaps on every call; tests/bench-fsck measures
+# block) and walks its slot bitmaps on every call; bench/bench-fsck measures
 # the difference. Its src/static.c, as an archive ahead of libc, replaces
 # malloc, calloc, realloc, free and the aligned allocators in each static
 # binary (an archive, not the object, because some of e2fsprogs' test
@@ -20,6 +20,6 @@ endef
 $(eval $(call package,mimalloc,MIMALLOC))
 
 # The alignment check of tests/test_allocator.py, linked as e2fsprogs is.
-$(SRC_OBJ)/test-aligned-alloc: src/test-aligned-alloc.c $(STAMPS)/mimalloc-installed
+$(SRC_OBJ)/test-aligned-alloc: tests/c/test-aligned-alloc.c $(STAMPS)/mimalloc-installed
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(TARGET_CC) $(MUSL_CFLAGS) -static -o $@ $< $(MIMALLOC_A)
