@@ -41,7 +41,7 @@ endef
 SRC_ROOT := $(BUILD)/src-root
 
 # extscan: what is on every disk, read-only.
-EXTSCAN_SRC := src/extscan/extscan.c src/lib/extsb.c src/lib/extsb.h src/lib/layout.c src/lib/layout.h src/lib/le.h src/lib/text.h
+EXTSCAN_SRC := src/extscan/extscan.c src/extscan/read.c src/extscan/system.c src/extscan/print.c src/extscan/extscan.h src/lib/extsb.c src/lib/extsb.h src/lib/layout.c src/lib/layout.h src/lib/le.h src/lib/text.h
 $(eval $(call static_tool,$(SRC_ROOT)/sbin/extscan,$(EXTSCAN_SRC)))
 $(eval $(call host_tool,$(SRC_OBJ)/host/extscan,$(EXTSCAN_SRC),$(SANITIZE)))
 
