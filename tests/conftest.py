@@ -8,6 +8,8 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
+# qemu/run's and qemu/smoke's package (qemu/runner/), whose parts some tests import.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "qemu"))
 import harness  # noqa: E402
 from harness import Guests  # noqa: E402
 import server  # noqa: E402

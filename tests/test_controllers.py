@@ -6,8 +6,6 @@ host's size, sector sizes and bytes, reads, ext volume clean, read-only in
 the guest's kernel or writes discarded, the host's bytes unchanged); and an
 ext4 image given read-write: found, checked, read, written, then verified on
 the host."""
-import importlib.machinery
-import importlib.util
 import json
 import os
 import shutil
@@ -16,17 +14,9 @@ import subprocess
 import pytest
 
 from disks import cat, fsck_clean, loop_device, sha256_file, tree_fs
-from harness import TOP
-
-
-def _load(name, path):
-    loader = importlib.machinery.SourceFileLoader(name, path)
-    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(name, loader))
-    loader.exec_module(module)
-    return module
-
-
-smoke = _load("qemu_smoke", os.path.join(TOP, "qemu", "smoke"))
+from runner.diskspec import parse_disk
+from runner.verdicts import match, unchanged, verdicts as judge
+from runner.views import host_view
 
 # (name, qemu/run controller, extra disk options)
 CONTROLLERS = [
@@ -73,7 +63,7 @@ def check_smoke(g, name, spec, view, dev):
     """rescue-smoke in the guest on DEV, judged by qemu/smoke against the host's VIEW of SPEC."""
     out = g.check(f"rescue-smoke --json --seconds=1 {dev}", timeout=120)
     answers = [json.loads(line[len("smoke-json: "):]) for line in out.splitlines() if line.startswith("smoke-json: ")]
-    verdicts = smoke.verdicts(view, smoke.match(view, answers))
+    verdicts = judge(view, match(view, answers))
     bad = {k: d for k, (ok, d) in verdicts.items() if not ok}
     assert not bad and "mode" in verdicts, f"controller {name}: qemu/smoke's checks of {spec} failed: {bad}"
     return verdicts
@@ -95,7 +85,7 @@ def test_controller(guest, golden, tmp_path, name, ctrl, extra):
     two = ctrl != "sdhci"
     with loop_device(ro_img) as loop:
         spec = f"{loop},if={ctrl}{extra}"
-        view = smoke.host_view(0, smoke.runner.parse_disk(spec))
+        view = host_view(0, parse_disk(spec))
         args = ["--direct", "--disk", spec] + (["--disk", f"{img},if={ctrl},rw{extra}"] if two else [])
         g = guest(f"ctrl-{name}", args)
         g.wait_shell()
@@ -126,7 +116,7 @@ def test_controller(guest, golden, tmp_path, name, ctrl, extra):
             g.check(f"mount {dev} /mnt && echo 'written through {name}' > /mnt/written && umount /mnt")
         assert g.poweroff() == 0
         g.assert_no_fatal()
-        same = smoke.unchanged(view)
+        same = unchanged(view)
     assert same[0] and sha256_file(ro_img) == before, f"controller {name}: the read-only disk changed on the host"
     if two:
         fsck_clean(img)

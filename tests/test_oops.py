@@ -1,15 +1,9 @@
 """qemu/oops: the kernel's oops, panic and warning lines read from a console
 log, as qemu/smoke reports a guest that came down or warned. The logs are
 shaped as Linux prints them (x86_64 and arm64, with and without symbols)."""
-import os
-import sys
-
 import pytest
 
-from harness import TOP
-
-sys.path.insert(0, os.path.join(TOP, "qemu"))
-import oops  # noqa: E402
+from runner import oops
 
 pytestmark = pytest.mark.beside_serial
 

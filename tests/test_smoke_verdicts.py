@@ -3,19 +3,11 @@ check of the step the guest stopped it at fails and says after how long,
 the checks of the later steps are absent (never asked), the earlier ones
 are judged as usual. The answers are shaped as rescue-smoke --json prints
 them."""
-import importlib.machinery
-import importlib.util
-import os
-
 import pytest
 
-from harness import TOP
+from runner.verdicts import verdicts
 
 pytestmark = pytest.mark.beside_serial
-
-_loader = importlib.machinery.SourceFileLoader("qemu_smoke_verdicts", os.path.join(TOP, "qemu", "smoke"))
-smoke = importlib.util.module_from_spec(importlib.util.spec_from_loader(_loader.name, _loader))
-_loader.exec_module(smoke)
 
 FIRST, LAST = "a" * 64, "b" * 64
 VIEW = {"path": "/tmp/disk.img", "if": "am53c974", "size": 64 << 20, "logical": 512, "physical": 512,
@@ -34,7 +26,7 @@ def answer(**over):
 
 
 def test_a_battery_stalled_in_e2fsck_fails_ext_and_asks_nothing_later():
-    v = smoke.verdicts(VIEW, answer(stalled={"step": "ext", "seconds": 110}))
+    v = verdicts(VIEW, answer(stalled={"step": "ext", "seconds": 110}))
     assert v["ext"] == (False, "no answer within 110 s: the disk's battery stalled here and was stopped")
     assert "health" not in v
     # What it answered before the stall is judged as usual.
@@ -44,7 +36,7 @@ def test_a_battery_stalled_in_e2fsck_fails_ext_and_asks_nothing_later():
 
 
 def test_a_battery_stalled_before_its_first_read_has_only_what_sysfs_said():
-    v = smoke.verdicts(VIEW, answer(first_mib=None, last_mib=None, read=None, stalled={"step": "first MiB",
+    v = verdicts(VIEW, answer(first_mib=None, last_mib=None, read=None, stalled={"step": "first MiB",
                                                                                           "seconds": 110}))
     assert v["first MiB"] == (False, "no answer within 110 s: the disk's battery stalled here and was stopped")
     assert not {"last MiB", "read", "ext", "health"} & set(v), v
@@ -52,14 +44,14 @@ def test_a_battery_stalled_before_its_first_read_has_only_what_sysfs_said():
 
 
 def test_a_battery_stalled_in_its_write_probe_fails_the_mode_check():
-    v = smoke.verdicts(VIEW, answer(write="-", first_mib=None, last_mib=None, read=None,
+    v = verdicts(VIEW, answer(write="-", first_mib=None, last_mib=None, read=None,
                                     stalled={"step": "write probe", "seconds": 30}))
     assert v["mode"] == (False, "no answer within 30 s: the disk's battery stalled here and was stopped")
     assert not {"first MiB", "last MiB", "read", "ext", "health"} & set(v), v
 
 
 def test_a_battery_that_ended_is_judged_whole():
-    v = smoke.verdicts(VIEW, answer(ext=[{"kind": "ext4", "device": "/dev/sda", "e2fsck": 8}],
+    v = verdicts(VIEW, answer(ext=[{"kind": "ext4", "device": "/dev/sda", "e2fsck": 8}],
                                     health="n/a: no SMART answer"))
     assert set(v) == {"found", "driver", "size", "blocks", "first MiB", "last MiB", "read", "ext", "health",
                       "kernel log", "mode"}
@@ -68,12 +60,12 @@ def test_a_battery_that_ended_is_judged_whole():
 
 
 def test_a_mib_with_a_read_error_is_unreadable_not_different():
-    v = smoke.verdicts(VIEW, answer(first_mib="unreadable"))
+    v = verdicts(VIEW, answer(first_mib="unreadable"))
     assert v["first MiB"] == (False, "unreadable: a read error in it")
 
 
 def test_reads_never_answered_fail_and_health_never_asked_is_n_a():
-    v = smoke.verdicts(VIEW, answer(first_mib=None, read=None, health=None))
+    v = verdicts(VIEW, answer(first_mib=None, read=None, health=None))
     assert v["first MiB"] == (False, "not read")
     assert v["read"] == (False, "not read")
     assert v["health"] == (True, "n/a: not asked")
@@ -83,6 +75,6 @@ def test_behind_a_passed_controller_an_unread_mib_is_no_match_for_itself():
     """With --pci the host's view of a disk is the guest's own answer."""
     a = answer(first_mib="unreadable", last_mib=None)
     view = {k: a[k] for k in ("size", "logical", "physical", "first_mib", "last_mib")} | {"serial": None}
-    v = smoke.verdicts(view, a)
+    v = verdicts(view, a)
     assert v["first MiB"] == (False, "unreadable: a read error in it")
     assert v["last MiB"] == (False, "not read")

@@ -5,7 +5,8 @@ file under /run/extrescue/vfio/ before the first unbind, each bind is
 verified, and every way out (a failed bind, QEMU's exit, SIGINT, SIGTERM,
 SIGHUP) gives the devices back; `qemu/run --vfio-restore` does it for a
 runner that was killed outright. EXTRESCUE_SYSFS, EXTRESCUE_DEVVFIO and
-EXTRESCUE_VFIO_STATE replace /sys, /dev/vfio and the state folder for tests."""
+EXTRESCUE_VFIO_STATE replace /sys, /dev/vfio and the state folder for tests.
+Used by cli.py and build.py (--pci, --vfio-restore) and by qemu/smoke."""
 import ctypes
 import errno
 import json
@@ -15,7 +16,7 @@ import subprocess
 import sys
 import time
 
-import hostdisk
+from . import hostdisk
 
 # Drivers a device of the group may stay on: they leave it to no one on the host.
 GROUP_SAFE = {"vfio-pci", "pci-stub", None}

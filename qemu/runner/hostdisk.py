@@ -1,12 +1,13 @@
 """What qemu/run needs to know of host block devices: their names, sizes
 and sector sizes, and whether the host uses them by any name, so that the
 guest is never handed a disk the host itself is using. That last answer
-is disk-inuse's (src/inuse.c), the one write-stick and iobench give too:
+is disk-inuse's (src/lib/inuse.c), the one write-stick and iobench give too:
 mounted, swap, holders, the kernel's exclusive open, and every other name
 of the same storage (a loop device over the same file, the same wwid,
 NGUID or EUI). The host's tables are read from EXTRESCUE_PROCFS and
 EXTRESCUE_SYSFS (default /proc and /sys), so tests can give a tree of
-their own."""
+their own. Used by diskspec.py, machine.py and vfio.py, and by qemu/smoke's
+views.py for the host's side of each disk."""
 import glob
 import os
 import platform
@@ -14,6 +15,8 @@ import re
 import shutil
 import stat
 import subprocess
+
+from .tree import TOP
 
 
 def procfs():
@@ -93,9 +96,6 @@ def sg_block(path):
     return names[0] if names else None
 
 
-
-
-HERE = os.path.dirname(os.path.abspath(__file__))
 OUT_ARCH = {"x86_64": "x86_64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
 
 
@@ -107,7 +107,7 @@ def disk_inuse_tool():
     """The disk-inuse program: EXTRESCUE_DISK_INUSE, else the build's
     out/ARCH/disk-inuse beside write-stick, else one on PATH."""
     named = os.environ.get("EXTRESCUE_DISK_INUSE")
-    out = os.path.join(os.path.dirname(HERE), "out")
+    out = os.path.join(TOP, "out")
     # Each architecture's out/ has a build for this host; this host's first.
     built = ([os.path.join(os.environ["OUT"], "disk-inuse")] if os.environ.get("OUT") else []) + \
         [os.path.join(out, OUT_ARCH, "disk-inuse")] + sorted(glob.glob(os.path.join(out, "*", "disk-inuse")))

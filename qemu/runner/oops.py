@@ -1,7 +1,8 @@
 """The kernel's oops, panic and warning lines, read from a console log: what
 happened, where, called from where. Names need the kernel's symbols
 (CONFIG_KALLSYMS); without them the frames are bare addresses and only the
-headline is told."""
+headline is told. qemu/smoke (guest.py) tells with it why a guest came
+down or warned."""
 import re
 
 HEAD = re.compile(r"\] ((?:BUG: |Oops: |general protection fault|Kernel panic - |Unable to handle kernel |"

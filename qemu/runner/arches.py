@@ -1,6 +1,7 @@
 """What differs between the architectures' virtual machines, for qemu/run
 and qemu/smoke: the kernel the build makes, the serial console's name, the
-firmware and its package."""
+firmware and its package. cli.py, build.py and firmware.py read it, and
+qemu/smoke for the console's name."""
 OVMF_CODE = "/usr/share/OVMF/OVMF_CODE_4M.fd"
 OVMF_VARS = "/usr/share/OVMF/OVMF_VARS_4M.fd"
 # Secure Boot: the SMM build of OVMF, and variables with Microsoft's keys
