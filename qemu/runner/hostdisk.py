@@ -78,8 +78,6 @@ def _block_devices():
     return [(n, os.path.join(cls, n)) for n in (sorted(os.listdir(cls)) if os.path.isdir(cls) else [])]
 
 
-
-
 def sg_block(path):
     """The block device (sdb) behind SCSI generic device PATH (/dev/sg1):
     None when it has none (a tape, an enclosure), False when PATH is not a
