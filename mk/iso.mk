@@ -7,7 +7,7 @@ ISO_STAGE := $(BUILD)/iso-stage
 ESP_IMG := $(BUILD)/efiboot.img
 MANIFEST := $(OUT)/manifest
 ISO_INPUTS := $(if $(BIOS_BOOT),iso/isolinux.cfg) iso/loader/loader.conf $(LOADER_ENTRIES) $(STAMPS)/loader-entries \
-	iso/build-esp iso/build-iso scripts/manifest scripts/licenses-index $(COMPONENTS)
+	iso/build-esp iso/build-iso scripts/manifest scripts/licenses-index $(COMPONENTS) $(MENU_INPUTS) netboot/menus
 
 # isolinux and its modules for BIOS, systemd-boot for UEFI.
 BOOT_DEB_PINS := $(if $(BIOS_BOOT),isolinux syslinux-common) systemd-boot-efi
@@ -31,7 +31,7 @@ $(ESP_IMG): $(STAMPS)/shim-debs $(SIGNED_BOOTLOADER) $(SIGNED_UKI) $(MOK_CER) \
 # UEFI boots the unified image on the ESP, so an ISO without BIOS boot
 # (arm64) carries them once, not twice.
 define ISOLINUX_STAGE_CMDS
-	$(Q)cp $(BZIMAGE) $(ISO_STAGE)/boot/vmlinuz
+	$(Q)cp $(SIGNED_BZIMAGE) $(ISO_STAGE)/boot/vmlinuz
 	$(Q)cp $(INITRAMFS) $(ISO_STAGE)/boot/initrd.zst
 	$(Q)mkdir -p $(ISO_STAGE)/isolinux
 	$(Q)cp $(BOOT_DEBS)/usr/lib/ISOLINUX/isolinux.bin $(ISO_STAGE)/isolinux/
@@ -43,10 +43,12 @@ endef
 # out/*.iso names every architecture's image (dd and QEMU follow the link).
 ISO_LINK := $(if $(filter $(TOP)/out/$(EXTRESCUE_ARCH),$(OUT)),$(TOP)/out/$(notdir $(ISO)))
 ISO_LINKS := $(if $(ISO_LINK),$(TOP)/out/extrescue-*-$(EXTRESCUE_ARCH).iso)
-$(ISO): $(ESP_IMG) $(ISO_INPUTS)
+$(ISO): $(ESP_IMG) $(ISO_INPUTS) $(if $(BIOS_BOOT),$(SIGNED_BZIMAGE))
 	$(Q)rm -rf $(ISO_STAGE) && mkdir -p $(ISO_STAGE)/boot
 	$(if $(BIOS_BOOT),$(ISOLINUX_STAGE_CMDS))
 	$(Q)cp $(ESP_IMG) $(ISO_STAGE)/boot/efiboot.img
+	$(Q)mkdir -p $(ISO_STAGE)/boot/grub
+	$(Q)netboot/menus grub $(MENU_SOURCE) $(VERSION) $(if $(BIOS_BOOT),,--uki-only) > $(ISO_STAGE)/boot/grub/loopback.cfg
 	$(Q)mkdir -p $(ISO_STAGE)/EFI/extrescue && cp $(MOK_CER) $(ISO_STAGE)/EFI/extrescue/
 	$(Q)scripts/licenses-index $(COMPONENTS) > $(ISO_STAGE)/LICENSES
 	$(Q)rm -f $(OUT)/extrescue-*-$(EXTRESCUE_ARCH).iso

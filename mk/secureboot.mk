@@ -16,6 +16,9 @@ SHIM := $(SHIM_DEBS)/usr/lib/shim/shim$(EFI_ARCH).efi.signed
 MOKMANAGER := $(SHIM_DEBS)/usr/lib/shim/mm$(EFI_ARCH).efi.signed
 SIGNED_BOOTLOADER := $(SB_DIR)/grub$(EFI_ARCH).efi
 SIGNED_UKI := $(SB_DIR)/extrescue.efi
+# The ISO's bare kernel (x86_64), signed too: a multi-boot stick's GRUB boots
+# it with Secure Boot on through shim, which checks it against the MOK.
+SIGNED_BZIMAGE := $(SB_DIR)/vmlinuz
 SD_EFI := $(BUILD)/boot-debs/usr/lib/systemd/boot/efi
 
 # Rewritten only when another key is named, so everything signed is redone then.
@@ -49,6 +52,10 @@ $(SIGNED_BOOTLOADER): $(STAMPS)/boot-debs $(STAMPS)/sb-key $(SB_CERT) scripts/sb
 # entry as its command line: with Secure Boot on, systemd's stub ignores the
 # entry's options, and the initramfs applies the chosen entry's (see
 # initramfs/rootfs/lib/extrescue/boot/efi-entry).
+$(SIGNED_BZIMAGE): $(STAMPS)/linux-built $(STAMPS)/sb-key $(SB_CERT) scripts/sb-sign $(EPOCH_STAMP)
+	$(Q)mkdir -p $(SB_DIR)
+	$(Q)scripts/sb-sign $(SB_KEY) $(SB_CERT) $(BZIMAGE) $@
+
 $(SIGNED_UKI): $(STAMPS)/boot-debs $(STAMPS)/linux-built $(INITRAMFS) $(STAMPS)/initramfs-gen $(STAMPS)/sb-key \
 		$(SB_CERT) $(MENU_INPUTS) netboot/menus scripts/build-uki scripts/sb-sign
 	$(Q)mkdir -p $(SB_DIR)

@@ -39,6 +39,15 @@ $(STAMPS)/qemu-user: $(call pin_stamp,qemu-user) | $(STAMPS)/host-deps $(BUILD)
 VFIO_L1 := $(BUILD)/vfio-l1
 ifeq ($(DEBIAN_ARCH),amd64)
 VFIO_L1_STAMP := $(STAMPS)/vfio-l1
+# Debian 12's GRUB signed by Debian, for the Secure Boot boot of this ISO as
+# a file on a multi-boot stick (tests/test_multistick.py).
+GRUB_SIGNED := $(BUILD)/grub-signed
+GRUB_SIGNED_STAMP := $(STAMPS)/grub-signed
+$(GRUB_SIGNED_STAMP): $(call pin_stamp,grub-signed) | $(STAMPS)/host-deps $(BUILD)
+	$(Q)rm -rf $(GRUB_SIGNED) && mkdir -p $(GRUB_SIGNED)
+	$(Q)deb=$$(scripts/fetch grub-signed) && dpkg-deb --fsys-tarfile "$$deb" | \
+	  tar -x -C $(GRUB_SIGNED) ./usr/lib/grub/x86_64-efi-signed/grubx64.efi.signed
+	$(Q)touch $@
 $(VFIO_L1_STAMP): $(call pin_stamp,linux-l1) tests/vfio/build-l1 tests/vfio/l1-init tests/vfio/l1-modules \
 		$(STAMPS)/busybox-built | $(STAMPS)/host-deps $(BUILD)
 	$(Q)deb=$$(scripts/fetch linux-l1) && tests/vfio/build-l1 "$$deb" $(BUSYBOX_BIN) $(VFIO_L1)
@@ -62,7 +71,7 @@ test-undo-big: all $(TEST_HOST_TOOLS) ## a repair that fills the undo manager's 
 test-vfio: all $(VFIO_L1_STAMP) $(TEST_HOST_TOOLS) ## PCI passthrough for real: vfio-pci in a nested guest with an emulated IOMMU, each controller of the matrix (megasas, lsi53c895a, nvme, ahci) smoke-tested through it, the fault paths
 	$(Q)$(PYTEST) -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadgroup $(if $(VFIO_MARK),-m '$(VFIO_MARK)') tests/test_vfio.py
 
-test: all $(STAMPS)/virt-firmware $(STAMPS)/qemu-user $(TEST_HOST_TOOLS) $(VFIO_L1_STAMP) test-arm64-programs ## run the whole test suite (boots, controllers, e2fsprogs suite, build checks), then its time table
+test: all $(STAMPS)/virt-firmware $(STAMPS)/qemu-user $(TEST_HOST_TOOLS) $(VFIO_L1_STAMP) $(GRUB_SIGNED_STAMP) test-arm64-programs ## run the whole test suite (boots, controllers, e2fsprogs suite, build checks), then its time table
 	$(Q)a=0 b=0; mv -f $(OUT)/test-times.tsv $(OUT)/test-times-last.tsv 2>/dev/null || true; rm -f $(OUT)/undo-replay.txt; \
 	 $(PYTEST) -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadgroup -m 'serial or beside_serial' tests/ || a=$$?; \
 	 EXTRESCUE_TIMES_APPEND=1 $(PYTEST) -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadgroup -m 'not serial and not beside_serial and not vfio_matrix and not failing_matrix and not undo_big' tests/ || b=$$?; \

@@ -13,8 +13,8 @@
  * With --stick, FILE is the cmdline file on the stick's EXTRESCUE partition
  * (edited on any laptop): lines ending in LF or CRLF, a line whose first
  * non-blank is '#' a comment, the rest read as one command line that adds
- * to the kernel's. Only rescue.* (not rescue.stick), ip=, nameserver=,
- * vlan= and ifname= are taken, anything else is named and left out; a
+ * to the kernel's. Only rescue.* (not rescue.stick or rescue.iso), ip=,
+ * nameserver=, vlan= and ifname= are taken, anything else is named and left out; a
  * parameter the kernel's line set is left as the kernel set it; each name
  * taken is a line of DIR/stick-taken. A file over MAX_LINE bytes gives
  * nothing.
@@ -36,7 +36,7 @@
 #define MAX_VALUE 1024
 #define MAX_REPEAT 16	/* values of one repeatable parameter */
 
-enum kind { WORD, NUMBER, NAMES, DEVICE, KEYFILE, SSHKEY, URL };
+enum kind { WORD, NUMBER, NAMES, DEVICE, KEYFILE, SSHKEY, URL, PATH };
 
 static const struct param {
 	const char *key;
@@ -62,6 +62,8 @@ static const struct param {
 	{"smoke_timeout", NUMBER, NULL, 1, 86400, 0},
 	{"scsi_timeout", NUMBER, NULL, 1, 600, 0},
 	{"stick", DEVICE, NULL, 0, 0, 0},
+	/* The ISO file a multi-boot stick's GRUB loop-mounted ($iso_path). */
+	{"iso", PATH, NULL, 0, 0, 0},
 };
 
 static const char *dir = "/run/extrescue";
@@ -115,6 +117,11 @@ static const char *judge(const struct param *p, const char *v)
 		return strstr(v, "://") ? keyurl_check(v, NULL, 0, NULL) : sshkey_check(v);
 	case URL:
 		return url_check(v);
+	case PATH:
+		/* Shown and compared, never opened outside the stick's tree. */
+		if (*v != '/' || strstr(v, "/../") || (strlen(v) >= 3 && !strcmp(v + strlen(v) - 3, "/..")))
+			return "is not an absolute path without ..";
+		return NULL;
 	}
 	return "is not understood";
 }
@@ -166,7 +173,9 @@ static int stick_may(const char *param)
 	for (size_t i = 0; i < sizeof(stick_net) / sizeof(stick_net[0]); i++)
 		if (!strcmp(param, stick_net[i]))
 			return 1;
-	if (!strncmp(param, "rescue.", 7) && strcmp(param, "rescue.stick"))
+	/* rescue.stick and rescue.iso say where this boot came from: the boot
+	 * loader's to say, not the stick's. */
+	if (!strncmp(param, "rescue.", 7) && strcmp(param, "rescue.stick") && strcmp(param, "rescue.iso"))
 		return 1;
 	fprintf(stderr, "extrescue: the stick's cmdline may not set %.40s%s; left out\n",
 		text_printable(param) ? param : "?", strlen(param) > 40 ? "..." : "");
