@@ -5,7 +5,7 @@ PYTEST = $(NO_JOBSERVER) /usr/bin/python3 -m pytest
 EXTRESCUE_TIMEOUT_SCALE ?= 1
 export EXTRESCUE_TIMEOUT_SCALE
 
-.PHONY: test test-times test-build test-boot test-server run smoke bench bench-fsck bench-scratch bench-undo bench-kernel bench-io bench-assemble bench-crash bench-consoles bench-net bench-netboot bench-stick repro-check check-fresh
+.PHONY: test test-times test-build test-boot test-server run smoke bench bench-fsck bench-scratch bench-undo bench-kernel bench-io bench-assemble bench-crash bench-consoles bench-net bench-netboot bench-stick bench-multistick repro-check check-fresh
 # Guests run TEST_JOBS at a time (pytest-xdist); each is one TCG thread. One
 # more than the cores (at most 8): a test waits for about a seventh of its
 # seconds (a timeout it proves, a sleeping guest, a scan's settle time), and
@@ -102,6 +102,9 @@ bench: $(ISO) $(STAMPS)/virt-firmware ## image sizes; seconds to a shell: BIOS, 
 
 bench-stick: $(ISO) ## seconds for write-stick to make a 1 GiB stick; boot from the plain ISO and from that stick as USB, side by side (median of 3, TCG)
 	$(Q)bench/bench-stick $(ISO) 3
+
+bench-multistick: $(ISO) ## boot from the ISO as a file on a GRUB multi-boot stick (exFAT) and from the ISO written whole, as USB, BIOS and UEFI, side by side (median of 3, TCG)
+	$(Q)bench/bench-multistick $(ISO) 3
 
 bench-fsck: $(STAMPS)/e2fsprogs-installed ## the image's e2fsck/debugfs against the host's: medians, ratios, sizes
 	$(Q)bench/bench-fsck $(E2FSPROGS_OBJ)

@@ -119,9 +119,15 @@ def embed_core(img, core):
         f.write(body)
 
 
-def menu(data_uuid, entry=None, args=""):
+def menu(data_uuid, entry=None, args="", chain=False):
     """The stick's grub.cfg: one entry per ISO, by the data partition's UUID
-    (never by a file name alone, which a server's disk could also hold)."""
+    (never by a file name alone, which a server's disk could also hold).
+    CHAIN: the unified image chainloaded from the ISO's ESP image instead
+    of loopback.cfg (how arm64's loopback.cfg boots)."""
+    boot = "  set root=(loop)\n  configfile /boot/grub/loopback.cfg\n"
+    if chain:
+        boot = ("  insmod chain\n  insmod fat\n  loopback esp (loop)/boot/efiboot.img\n"
+                "  chainloader (esp)/EFI/extrescue/extrescue.efi console=ttyS0,115200n8 rescue.iso=$iso_path\n")
     preset = ""
     if entry:
         preset += f"  set extrescue_entry={entry}\n  export extrescue_entry\n"
@@ -142,13 +148,11 @@ menuentry "extrescue (ISO file {ISO_PATH})" {{
   set iso_path={ISO_PATH}
   export iso_path
 {preset}  loopback loop ($isodev)$iso_path
-  set root=(loop)
-  configfile /boot/grub/loopback.cfg
-}}
+{boot}}}
 """
 
 
-def build(img, iso, data_fs="exfat", secureboot=False, entry=None, args="", settings=None):
+def build(img, iso, data_fs="exfat", secureboot=False, entry=None, args="", settings=None, chain=False):
     """Writes the stick IMG. SETTINGS: {name: text} of its extrescue/ folder."""
     total = ESP_MIB + 1 + max(64, os.path.getsize(iso) // (1 << 20) + 32)
     with open(img, "wb") as f:
@@ -170,7 +174,7 @@ def build(img, iso, data_fs="exfat", secureboot=False, entry=None, args="", sett
             esp_uuid = host(["blkid", "-s", "UUID", "-o", "value", esp], check=True).stdout.strip()
             files = esp_files(work, esp_uuid, secureboot)
             with open(os.path.join(work, "grub.cfg"), "w") as f:
-                f.write(menu(uuid, entry, args))
+                f.write(menu(uuid, entry, args, chain))
             files.append((os.path.join(work, "grub.cfg"), "::/boot/grub/grub.cfg"))
             for folder in ("::/EFI", "::/EFI/BOOT", "::/boot", "::/boot/grub"):
                 host(["mmd", "-i", esp, folder], check=True)

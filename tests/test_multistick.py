@@ -144,6 +144,20 @@ def test_the_unattended_check_entry_does_its_work(guest, tmp_path):
     g.assert_no_fatal()
 
 
+def test_uefi_chainloads_the_unified_image_from_the_iso(guest, tmp_path):
+    """GRUB chainloads the unified image out of the ISO's ESP image, two
+    loop devices deep (arm64's loopback.cfg boots so; so does a loader that
+    maps the ISO and starts its EFI image): its stub takes the parameters
+    GRUB passes, Secure Boot being off."""
+    stick = str(tmp_path / "stick.img")
+    multistick.build(stick, iso(), "ext4", chain=True)
+    g = guest("multistick-chain", ["--firmware", "uefi", "--medium", "usb", "--iso", stick], boot_timeout=300)
+    g.wait_shell()
+    assert f"rescue.iso={multistick.ISO_PATH}" in g.check("cat /proc/cmdline")
+    assert g.poweroff() == 0
+    g.assert_no_fatal()
+
+
 def test_secure_boot_through_debians_shim_and_signed_grub(guest, tmp_path):
     """shim (Microsoft-signed) -> GRUB (Debian-signed, locked down) -> the
     ISO's kernel, signed with the project's key and checked by shim against
