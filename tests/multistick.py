@@ -30,10 +30,10 @@ SIGNED_GRUB = os.path.join(OUT, "build", "grub-signed", "usr", "lib", "grub", "x
 DATA_TYPES = {"exfat": 0x07, "ext4": 0x83}
 GRUB_LIB = "/usr/lib/grub"
 MODULES = ("part_msdos fat exfat ext2 iso9660 loopback normal configfile search search_fs_uuid linux chain "
-           "regexp probe test echo serial terminal").split()
+           "regexp probe test echo serial terminal sleep").split()
 
 
-def mbr(path, total_mib, data_type):
+def mbr(path, total_mib, data_type, signature=SIGNATURE):
     """An MBR with two primary partitions: the ESP (type EF, active: some
     BIOSes boot only a disk with one) from 1 MiB, the data partition after it."""
     spm = 2048                                  # 512-byte sectors per MiB
@@ -44,7 +44,7 @@ def mbr(path, total_mib, data_type):
         entries += struct.pack("<B3sB3sII", active, b"\xfe\xff\xff", ptype, b"\xfe\xff\xff", start, size)
     with open(path, "r+b") as f:
         f.seek(440)
-        f.write(struct.pack("<IH", SIGNATURE, 0) + entries + b"\0" * 32 + b"\x55\xaa")
+        f.write(struct.pack("<IH", signature, 0) + entries + b"\0" * 32 + b"\x55\xaa")
 
 
 @contextlib.contextmanager
@@ -120,19 +120,21 @@ def embed_core(img, core):
 
 
 def menu(data_uuid, entry=None, args="", chain=False):
-    """The stick's grub.cfg: one entry per ISO, by the data partition's UUID
-    (never by a file name alone, which a server's disk could also hold).
+    """The stick's grub.cfg: one entry per ISO, on partition 2 of the disk
+    GRUB itself came from ($cmdpath), never searched for by a name or UUID a
+    server's disk could also hold; DATA_UUID is checked there.
     CHAIN: the unified image chainloaded from the ISO's ESP image instead
     of loopback.cfg (how arm64's loopback.cfg boots)."""
-    boot = "  set root=(loop)\n  configfile /boot/grub/loopback.cfg\n"
+    # Indented for the else branch below.
+    boot = "    set root=(loop)\n    configfile /boot/grub/loopback.cfg\n"
     if chain:
-        boot = ("  insmod chain\n  insmod fat\n  loopback esp (loop)/boot/efiboot.img\n"
-                "  chainloader (esp)/EFI/extrescue/extrescue.efi console=ttyS0,115200n8 rescue.iso=$iso_path\n")
+        boot = ("    insmod chain\n    insmod fat\n    loopback esp (loop)/boot/efiboot.img\n"
+                "    chainloader (esp)/EFI/extrescue/extrescue.efi console=ttyS0,115200n8 rescue.iso=$iso_path\n")
     preset = ""
     if entry:
-        preset += f"  set extrescue_entry={entry}\n  export extrescue_entry\n"
+        preset += f"    set extrescue_entry={entry}\n    export extrescue_entry\n"
     if args:
-        preset += f'  set extrescue_args="{args}"\n  export extrescue_args\n'
+        preset += f'    set extrescue_args="{args}"\n    export extrescue_args\n'
     return f"""serial --unit=0 --speed=115200
 terminal_input serial console
 terminal_output serial console
@@ -143,12 +145,21 @@ insmod exfat
 insmod ext2
 insmod iso9660
 insmod loopback
+insmod regexp
+insmod probe
 menuentry "extrescue (ISO file {ISO_PATH})" {{
-  search --no-floppy --fs-uuid --set=isodev {data_uuid}
-  set iso_path={ISO_PATH}
-  export iso_path
-{preset}  loopback loop ($isodev)$iso_path
-{boot}}}
+  regexp --set=1:bootdisk '^\\(([^,)]+)' "$cmdpath"
+  set isodev=$bootdisk,msdos2
+  probe --set=found --fs-uuid ($isodev)
+  if [ "$found" != "{data_uuid}" ]; then
+    echo "($isodev) is not this stick's data partition"
+    sleep 10
+  else
+    set iso_path={ISO_PATH}
+    export iso_path
+{preset}    loopback loop ($isodev)$iso_path
+{boot}  fi
+}}
 """
 
 

@@ -40,12 +40,20 @@ def test_quotes_group_like_the_kernel(cmdline, tmp_path):
     ("rescue.bogus=1", "rescue.bogus is not a parameter extrescue knows"),
     ("rescue.after", "rescue.after has no value"),
     ("rescue.undo=" + "u" * 2000, "is longer than 1024 characters"),
+    ("rescue.iso=isos/x.iso", "rescue.iso=isos/x.iso is not an absolute path without .."),
+    ("rescue.iso=/isos/../x.iso", "is not an absolute path without .."),
+    ("rescue.iso=/isos/..", "is not an absolute path without .."),
 ])
 def test_bad_values_are_named_and_ignored(cmdline, tmp_path, arg, warning):
     params, _, warnings = parse(cmdline, tmp_path, f"console=ttyS0 {arg} rescue.fsck=check")
     assert params == {"fsck": "check"}, params
     assert len(warnings) == 1 and warning in warnings[0], warnings
     assert len(warnings[0]) < 120
+
+
+def test_an_iso_path_is_taken_as_given(cmdline, tmp_path):
+    params, _, warnings = parse(cmdline, tmp_path, '"rescue.iso=/isos/extrescue 1.0.iso" rescue.fsck=check\n')
+    assert params == {"iso": "/isos/extrescue 1.0.iso", "fsck": "check"} and not warnings, (params, warnings)
 
 
 def test_shell_code_is_only_data(cmdline, tmp_path):
@@ -217,6 +225,7 @@ def test_stick_cmdline_adds_to_the_kernels_and_never_overrides(cmdline, tmp_path
     ("init=/bin/sh rescue.fsck=check", "the stick's cmdline may not set init; left out"),
     ("console=ttyS1 rescue.fsck=check", "the stick's cmdline may not set console; left out"),
     ("rescue.stick=/dev/sdb1 rescue.fsck=check", "the stick's cmdline may not set rescue.stick; left out"),
+    ("rescue.iso=/isos/x.iso rescue.fsck=check", "the stick's cmdline may not set rescue.iso; left out"),
     ("BOOTIF=01-52-54-00-12-34-56 rescue.fsck=check", "the stick's cmdline may not set BOOTIF; left out"),
     ("rescue.after=$(reboot) rescue.fsck=check", "rescue.after=$(reboot) is not one of the accepted values"),
 ])

@@ -15,7 +15,7 @@ import pytest
 
 import multistick
 from disks import make_fs
-from harness import ARM64_OUT, OUT, TOP, host
+from harness import ARM64_OUT, OUT, PROMPT, TOP, host
 from test_secureboot import CERT, assert_locked_down
 
 
@@ -124,6 +124,50 @@ def test_boots_from_the_iso_file_with_nothing_typed(guest, tmp_path, firmware, d
     g.assert_no_fatal()
 
 
+def server_disk(path, tmp_path, signature):
+    """A server's disk as a hostile one would be made: an MBR disk whose
+    partition 2 (ext4) holds a file at the stick's ISO path and an
+    extrescue/ folder of its own (rescue.settle=7), with the MBR signature
+    SIGNATURE (the stick's own: its PARTUUIDs copied)."""
+    tree = tmp_path / "server-tree"
+    (tree / "isos").mkdir(parents=True)
+    (tree / "isos" / os.path.basename(multistick.ISO_PATH)).write_bytes(b"not the stick's ISO\n")
+    (tree / "extrescue").mkdir()
+    (tree / "extrescue" / "cmdline").write_text("rescue.settle=7\n")
+    with open(path, "wb") as f:
+        f.truncate(128 << 20)
+    multistick.mbr(path, 128, 0x83, signature)
+    with multistick.attached(path) as (_, _, data):
+        host(["mkfs.ext4", "-q", "-F", "-d", str(tree), data], check=True)
+
+
+@pytest.mark.parametrize("copied", [True, False], ids=["partuuid-copied", "same-files"])
+def test_a_server_disk_never_stands_in_for_the_stick(guest, tmp_path, copied):
+    """A server disk with the ISO's path and settings of its own: GRUB looks
+    on its own boot disk only, so the stick's partition is named; a server
+    partition that copied its PARTUUID makes the name ambiguous, and then
+    nothing is read at all."""
+    stick = str(tmp_path / "stick.img")
+    multistick.build(stick, iso(), "exfat", settings=SETTINGS)
+    disk = str(tmp_path / "server.img")
+    server_disk(disk, tmp_path, multistick.SIGNATURE if copied else 0x0DDBA11)
+    g = guest(f"multistick-server-{'copied' if copied else 'files'}",
+              ["--firmware", "bios", "--medium", "usb", "--iso", stick, "--disk", f"{disk},if=virtio-blk"],
+              boot_timeout=300)
+    g.wait_shell()
+    assert f"rescue.stick=PARTUUID={multistick.SIGNATURE:08x}-02" in g.check("cat /proc/cmdline")
+    summary = g.check("cat /run/extrescue/stick/summary")
+    settle = g.check("/lib/extrescue/system/kernel-param settle || echo none").strip()
+    if copied:
+        assert "Stick: none read: rescue.stick=PARTUUID=" in summary and "more than one" in summary, summary
+        assert settle == "none"
+    else:
+        assert "Stick: /dev/sda2 (the partition holding the ISO file" in summary, summary
+        assert settle == "2"
+    assert g.poweroff() == 0
+    g.assert_no_fatal()
+
+
 def test_the_unattended_check_entry_does_its_work(guest, tmp_path):
     """The stick's menu names loopback.cfg's check entry (extrescue_entry, as
     for iPXE): it boots at once and checks the server's ext4."""
@@ -192,5 +236,10 @@ def test_secure_boot_refuses_an_unsigned_kernel(guest, tmp_path):
     multistick.build(stick, unsigned, "ext4", secureboot=True)
     g = guest("multistick-secureboot-unsigned", ["--firmware", "uefi", "--secureboot", "--mok", CERT,
                                                  "--medium", "usb", "--iso", stick], boot_timeout=400)
-    g.expect([r"bad shim signature|Verification failed|invalid signature"], 400, "shim's refusal")
+    # The chain got as far as GRUB (shim and GRUB verified), and GRUB had
+    # shim check the kernel, which failed: no shell follows.
+    g.expect([r"extrescue \(ISO file"], 400, "the stick's GRUB menu")
+    g.expect([r"bad shim signature"], 120, "shim's refusal of the unsigned kernel")
+    with pytest.raises(AssertionError):
+        g.expect([PROMPT], 20, "no shell")
     g.kill()
