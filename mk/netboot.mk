@@ -16,7 +16,7 @@ UKI := $(NETBOOT)/extrescue.efi
 # The default is read when the recipe runs: python3 may not be installed yet
 # when a fresh machine's first make reads this file.
 UKI_CMDLINE ?=
-NETBOOT_INPUTS := mk/netboot.mk $(MENU_INPUTS) netboot/menus scripts/build-uki netboot/dnsmasq.conf.example \
+NETBOOT_INPUTS := mk/netboot.mk $(MENU_INPUTS) netboot/menus scripts/build-uki netboot/dnsmasq.conf.example netboot/extrescue-alerts.yml scripts/fleet-page \
 	scripts/licenses-index $(COMPONENTS) $(if $(BIOS_BOOT),$(STAMPS)/netboot-debs)
 
 $(STAMPS)/netboot-debs: $(call pin_stamp,pxelinux) | $(STAMPS)/host-deps $(BUILD)
@@ -48,7 +48,7 @@ $(NETBOOT_TAR): $(STAMPS)/boot-debs $(STAMPS)/linux-built $(INITRAMFS) \
 	$(Q)cp $(SHIM) $(NETBOOT)/shim$(EFI_ARCH).efi
 	$(Q)cp $(MOKMANAGER) $(NETBOOT)/mm$(EFI_ARCH).efi
 	$(Q)ln -s extrescue.efi $(NETBOOT)/grub$(EFI_ARCH).efi
-	$(Q)cp netboot/dnsmasq.conf.example $(NETBOOT)/
+	$(Q)cp netboot/dnsmasq.conf.example netboot/extrescue-alerts.yml scripts/fleet-page $(NETBOOT)/
 	$(Q){ scripts/licenses-index $(COMPONENTS); \
 	   $(if $(BIOS_BOOT),printf '%-18s %-38s %s\n' pxelinux '$(call pin,pxelinux,5)' 'GPL-2.0-or-later (pxelinux.0, lpxelinux.0)';) \
 	   echo; $(if $(BIOS_BOOT),echo "pxelinux and syslinux-common (the .c32 modules) are Debian's binaries of syslinux;";) \

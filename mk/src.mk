@@ -41,7 +41,7 @@ endef
 SRC_ROOT := $(BUILD)/src-root
 
 # extscan: what is on every disk, read-only.
-EXTSCAN_SRC := src/extscan/extscan.c src/extscan/read.c src/extscan/system.c src/extscan/print.c src/extscan/extscan.h src/lib/extsb.c src/lib/extsb.h src/lib/layout.c src/lib/layout.h src/lib/le.h src/lib/text.h
+EXTSCAN_SRC := src/extscan/extscan.c src/extscan/read.c src/extscan/system.c src/extscan/print.c src/extscan/metrics.c src/extscan/extscan.h src/lib/extsb.c src/lib/extsb.h src/lib/layout.c src/lib/layout.h src/lib/le.h src/lib/text.h src/lib/promtext.h
 $(eval $(call static_tool,$(SRC_ROOT)/sbin/extscan,$(EXTSCAN_SRC)))
 $(eval $(call host_tool,$(SRC_OBJ)/host/extscan,$(EXTSCAN_SRC),$(SANITIZE)))
 
@@ -55,9 +55,17 @@ $(eval $(call static_tool,$(SRC_ROOT)/lib/extrescue/net/authkeys,$(AUTHKEYS_SRC)
 $(eval $(call host_tool,$(SRC_OBJ)/host/authkeys,$(AUTHKEYS_SRC),$(SANITIZE)))
 
 # report: the JSON document rescue.report= sends.
-REPORT_SRC := src/report/report.c src/lib/kargs.c src/lib/kargs.h
+REPORT_SRC := src/report/report.c src/report/machine.c src/report/metrics.c src/report/report.h src/lib/kargs.c src/lib/kargs.h src/lib/promtext.h
 $(eval $(call static_tool,$(SRC_ROOT)/lib/extrescue/report/json,$(REPORT_SRC)))
 $(eval $(call host_tool,$(SRC_OBJ)/host/report,$(REPORT_SRC),$(SANITIZE)))
+# http-put: rescue.metrics= pushes to a Pushgateway with PUT (busybox wget only POSTs).
+HTTP_PUT_SRC := src/http-put/http-put.c src/lib/connect.c src/lib/connect.h src/lib/text.h
+$(eval $(call static_tool,$(SRC_ROOT)/lib/extrescue/report/http-put,$(HTTP_PUT_SRC)))
+$(eval $(call host_tool,$(SRC_OBJ)/host/http-put,$(HTTP_PUT_SRC),$(SANITIZE)))
+# syslog-forward: rescue.syslog= sends every line said to a syslog server (RFC 5424).
+SYSLOG_FORWARD_SRC := src/syslog-forward/syslog-forward.c src/lib/connect.c src/lib/connect.h src/lib/text.h
+$(eval $(call static_tool,$(SRC_ROOT)/lib/extrescue/syslog/forward,$(SYSLOG_FORWARD_SRC)))
+$(eval $(call host_tool,$(SRC_OBJ)/host/syslog-forward,$(SYSLOG_FORWARD_SRC),$(SANITIZE)))
 
 # efibootmgr: the firmware's boot entries through efivarfs (our own; the
 # archive serves neither efibootmgr's nor efivar's sources).
@@ -97,7 +105,8 @@ $(eval $(call host_tool,$(SRC_OBJ)/host/iobench,$(IOBENCH_DEPS)))
 # Every program of ours the image carries; `make src-programs` builds them
 # alone (for EXTRESCUE_ARCH=arm64, the tests run them under qemu-aarch64).
 SRC_PROGRAMS := $(addprefix $(SRC_ROOT)/,sbin/extscan sbin/iobench sbin/disk-inuse lib/extrescue/disks/inroot sbin/cmdline \
-	lib/extrescue/net/authkeys lib/extrescue/report/json usr/sbin/efibootmgr usr/sbin/nvme)
+	lib/extrescue/net/authkeys lib/extrescue/report/json lib/extrescue/report/http-put lib/extrescue/syslog/forward \
+	usr/sbin/efibootmgr usr/sbin/nvme)
 # A program that moved leaves its old file in an earlier build's SRC_ROOT,
 # which the image takes whole: the initramfs prunes it to these first.
 PRUNE_SRC_ROOT = find $(SRC_ROOT) -type f | while read -r f; do case " $(SRC_PROGRAMS) " in *" $$f "*) ;; \
@@ -132,7 +141,7 @@ $(eval $(call fuzz_target,layout,+src/lib/layout.c src/lib/layout.h src/lib/le.h
 $(eval $(call fuzz_target,cmdline,src/cmdline/cmdline.c src/lib/text.h +src/lib/kargs.c src/lib/kargs.h +src/lib/netargs.c src/lib/netargs.h +src/lib/sshkey.c src/lib/sshkey.h))
 $(eval $(call fuzz_target,netargs,+src/lib/netargs.c src/lib/netargs.h))
 $(eval $(call fuzz_target,authkeys,src/authkeys/authkeys.c +src/lib/sshkey.c src/lib/sshkey.h))
-$(eval $(call fuzz_target,report,src/report/report.c +src/lib/kargs.c src/lib/kargs.h))
+$(eval $(call fuzz_target,report,src/report/report.c +src/report/machine.c +src/report/metrics.c src/report/report.h +src/lib/kargs.c src/lib/kargs.h src/lib/promtext.h))
 FUZZ_BINS := $(foreach t,$(FUZZ_PARSERS),$(SRC_OBJ)/fuzz-$(firstword $(subst :, ,$(t))))
 
 # One line per parser; the crashing inputs stay in fuzz-crashes/PARSER/, the

@@ -5,7 +5,7 @@ PYTEST = $(NO_JOBSERVER) /usr/bin/python3 -m pytest
 EXTRESCUE_TIMEOUT_SCALE ?= 1
 export EXTRESCUE_TIMEOUT_SCALE
 
-.PHONY: test test-times test-build test-boot test-server run smoke bench bench-fsck bench-scratch bench-undo bench-kernel bench-io bench-assemble bench-crash bench-consoles bench-net bench-netboot bench-stick bench-multistick repro-check check-fresh
+.PHONY: test test-times test-build test-boot test-server run smoke bench bench-fsck bench-scratch bench-undo bench-kernel bench-io bench-assemble bench-crash bench-consoles bench-net bench-netboot bench-stick bench-multistick bench-fleet repro-check check-fresh
 # Guests run TEST_JOBS at a time (pytest-xdist); each is one TCG thread. One
 # more than the cores (at most 8): a test waits for about a seventh of its
 # seconds (a timeout it proves, a sleeping guest, a scan's settle time), and
@@ -18,7 +18,7 @@ export EXTRESCUE_TIMEOUT_SCALE
 # first gave, and the time table comes after them; the target fails if
 # either failed.
 TEST_JOBS ?= $(shell n=$$(($$(nproc) + 1)); [ $$n -gt 8 ] && n=8; echo $$n)
-TEST_HOST_TOOLS := $(addprefix $(SRC_OBJ)/host/,extscan cmdline authkeys report inroot disk-inuse) \
+TEST_HOST_TOOLS := $(addprefix $(SRC_OBJ)/host/,extscan cmdline authkeys report inroot disk-inuse http-put syslog-forward) \
 	$(SRC_OBJ)/test-fast-string $(SRC_OBJ)/test-aligned-alloc
 # The unit tests of our programs also run their arm64 build, made here in
 # its own tree (out/arm64; arch_out) by a make of that architecture, under Debian 13's
@@ -105,6 +105,9 @@ bench-stick: $(ISO) ## seconds for write-stick to make a 1 GiB stick; boot from 
 
 bench-multistick: $(ISO) ## boot from the ISO as a file on a GRUB multi-boot stick (exFAT) and from the ISO written whole, as USB, BIOS and UEFI, side by side (median of 3, TCG)
 	$(Q)bench/bench-multistick $(ISO) 3
+
+bench-fleet: $(ISO) ## a fleet check with the report alone and with rescue.metrics= and rescue.syslog= (Debian's servers on 127.0.0.1), side by side: seconds to report, power-off and PromQL answer (median of 3, TCG)
+	$(Q)bench/bench-fleet 3
 
 bench-fsck: $(STAMPS)/e2fsprogs-installed ## the image's e2fsck/debugfs against the host's: medians, ratios, sizes
 	$(Q)bench/bench-fsck $(E2FSPROGS_OBJ)

@@ -129,7 +129,8 @@ CACHED = {**server.CACHED_SERVERS, **{f: b.cache_name for f, b in server_breaks.
 # make test built already (harness.src_program, under a lock); "golden" is
 # one mke2fs on the host; "arm64_built" only looks for the arm64 ISO.
 CHEAP_SHARED = {"tmp_path_factory", "_drop_module_folders", "worker_id", "testrun_uid",
-                "extscan", "cmdline", "authkeys", "report", "inroot", "golden", "arm64_built", "failing"} | set(CACHED)
+                "extscan", "cmdline", "authkeys", "report", "inroot", "golden", "arm64_built", "failing",
+                "forward", "http_put"} | set(CACHED)
 # A server not in the cache yet holds its tests together instead: spread,
 # every worker would start on it, one building for minutes, the others
 # waiting on the cache's lock with their cores unused. Seconds a build adds to

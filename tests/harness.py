@@ -357,7 +357,8 @@ ARM64_OUT = (os.path.join(TOP, "out", "arm64") if OUT == os.path.join(TOP, "out"
 QEMU_AARCH64 = os.path.join(OUT, "build", "qemu-user", "usr", "bin", "qemu-aarch64")
 IMAGE_PATHS = {"extscan": "sbin/extscan", "cmdline": "sbin/cmdline", "iobench": "sbin/iobench",
                "inroot": "lib/extrescue/disks/inroot", "authkeys": "lib/extrescue/net/authkeys",
-               "report": "lib/extrescue/report/json"}
+               "report": "lib/extrescue/report/json", "http-put": "lib/extrescue/report/http-put",
+               "syslog-forward": "lib/extrescue/syslog/forward"}
 
 
 def src_program(name, build):

@@ -115,12 +115,26 @@ def test_network_parameters_are_normalised(cmdline, tmp_path):
     ("rescue.report=http://collector:99999/r", "has a port that is not 1-65535"),
     ("rescue.report=http://collector", "has no /PATH after its host"),
     ("rescue.report=http://a/b`id`", "holds spaces, quotes or control characters"),
+    ("rescue.metrics=https://pushgateway:9091", "is not an http:// URL"),
+    ("rescue.metrics=http://pushgateway:9091/`id`", "holds spaces, quotes or control characters"),
+    ("rescue.syslog=log/host", "is not HOST[:PORT][,tcp|,udp]"),
+    ("rescue.syslog=loghost,tls", "is not HOST[:PORT][,tcp|,udp]"),
+    ("rescue.syslog=loghost:99999", "is not HOST[:PORT][,tcp|,udp]"),
+    ("rescue.syslog=,tcp", "is not HOST[:PORT][,tcp|,udp]"),
 ])
 def test_bad_network_values_are_named_and_ignored(cmdline, tmp_path, arg, warning):
     params, _, warnings = parse(cmdline, tmp_path, f"{arg} rescue.fsck=check")
     assert params == {"fsck": "check"}, params
     assert not any(net(tmp_path).values())
     assert len(warnings) == 1 and warning in warnings[0], warnings
+
+
+def test_metrics_and_syslog_servers(cmdline, tmp_path):
+    params, _, warnings = parse(cmdline, tmp_path, "rescue.metrics=http://10.0.0.5:9091 "
+                                "rescue.syslog=[fd00::5]:6514,tcp")
+    assert params == {"metrics": "http://10.0.0.5:9091", "syslog": "[fd00::5]:6514,tcp"} and not warnings
+    params, _, warnings = parse(cmdline, tmp_path, "rescue.metrics=http://pg/prefix/ rescue.syslog=loghost")
+    assert params == {"metrics": "http://pg/prefix/", "syslog": "loghost"} and not warnings
 
 
 def test_repeated_values_are_bounded(cmdline, tmp_path):

@@ -1,21 +1,17 @@
 """Network boot from out/<arch>/netboot (make netboot) under QEMU user networking:
 BIOS PXE by TFTP, lpxelinux fetching by HTTP, UEFI PXE and UEFI HTTP boot of
-the unified image, iPXE chaining extrescue.ipxe, and a fleet of three guests
-checked unattended from one tree, each sending its report. The test servers
-listen on 127.0.0.1; the guests see the host as 10.0.2.2."""
+the unified image, iPXE chaining extrescue.ipxe (a fleet checked from one
+tree: test_fleet.py). The test servers listen on 127.0.0.1; the guests see
+the host as 10.0.2.2."""
 import http.server
-import json
 import os
 import re
-import shutil
 import threading
 import time
 
-import pexpect
 import pytest
 
-from disks import damaged, make_fs, sha256_file
-from harness import OUT, TOP, host, power_cut, scaled
+from harness import OUT, TOP, host
 from test_network import network_ready
 
 NETBOOT = os.path.join(OUT, "netboot")
@@ -165,59 +161,3 @@ def test_ipxe_chains_the_menu_script(guest, server):
     network_ready(g)
     assert "10.0.2.15/24" in g.check("ip -o -4 addr show dev eth0")
     g.assert_no_fatal()
-
-
-def crashed(guest, tmp_path):
-    """An ext4 volume cut off with its journal full of committed writes."""
-    img = str(tmp_path / "crashed.img")
-    make_fs(img, "64M", label="crashed", options=["-b", "4096"])
-    power_cut(guest, "netboot-fleet-crash", img,
-              "mount /dev/vda /mnt && for i in 1 2 3; do seq 50000 > /mnt/f$i; done && sync")
-    return img
-
-
-def test_fleet_check_reports_back(guest, tmp_path):
-    """Three machines boot the same tree by iPXE with an unattended check and
-    power off; the collector tells them apart by MAC and serial number."""
-    clean = str(tmp_path / "clean.img")
-    make_fs(clean, "32M", label="clean")
-    disks = {"clean": clean, "damaged": damaged(tmp_path, "damaged"), "crashed": crashed(guest, tmp_path)}
-    before = {k: sha256_file(v) for k, v in disks.items()}
-    tree = tmp_path / "netboot"
-    shutil.copytree(NETBOOT, tree)
-    s = Server(str(tree))
-    try:
-        # What an administrator adds beside extrescue.ipxe for a fleet run.
-        (tree / "fleet.ipxe").write_text(
-            "#!ipxe\nset extrescue_entry check\n"
-            f"set extrescue_args rescue.report={s.base}/collect rescue.after=poweroff\n"
-            "chain extrescue.ipxe\n")
-        machines = {}
-        for n, (name, img) in enumerate(disks.items(), start=1):
-            mac, serial = f"52:54:00:00:0f:0{n}", f"XR-FLEET-{n}"
-            g = guest(f"netboot-fleet-{name}", [
-                "--mem", "768", "--netboot", f"{s.base}/fleet.ipxe", "--nic", f"virtio-net-pci,mac={mac}",
-                "--disk", f"{img},if=virtio-blk,rw", "--", "-smbios", f"type=1,serial={serial}"], boot_timeout=300)
-            g.expect([pexpect.EOF], scaled(300), "the fleet check to power off")
-            g.assert_no_fatal()
-            arrived = [p for p in s.posts if p[0] > g.started]
-            assert len(arrived) == 1, f"{name}: {len(arrived)} reports"
-            machines[(mac, serial)] = (name, arrived[0][0] - g.started, arrived[0])
-            print(f"netboot fleet {name}: report {arrived[0][0] - g.started:.1f} s after QEMU started")
-    finally:
-        s.close()
-    assert len(s.posts) == 3
-    verdicts = {}
-    for (mac, serial), (name, _, (_, content_type, body)) in machines.items():
-        assert content_type == "application/json"
-        doc = json.loads(body)
-        assert doc["machine"]["serial"] == serial, doc["machine"]
-        assert [i["mac"] for i in doc["machine"]["interfaces"]] == [mac], doc["machine"]["interfaces"]
-        assert "rescue.fsck=check" in doc["cmdline"] and f"BOOTIF=01-{mac.replace(':', '-')}" in doc["cmdline"]
-        verdicts[name] = [(e["mode"], e["device"], e["status"]) for e in doc["fsck"]]
-    assert verdicts["clean"] == [("check", "/dev/vda", 0)], verdicts
-    assert verdicts["damaged"] == [("check", "/dev/vda", 4)], verdicts
-    assert verdicts["crashed"] == [("check", "/dev/vda", 0)], verdicts
-    # A check writes nothing: not the damage, not the journal.
-    assert {k: sha256_file(v) for k, v in disks.items()} == before
-    assert "needs_recovery" in host(["dumpe2fs", "-h", disks["crashed"]]).stdout

@@ -59,8 +59,10 @@ def test_report_is_valid_json_without_key_material(report, tmp_path):
     assert doc["cmdline"] == ('console=ttyS0 rescue.ssh_key=<removed> rescue.keyfile=LABEL=k:/key '
                               'luks.pass=<removed> rescue.devices="LABEL=my root"')
     assert "AAAAC3" not in r.stdout and "hunter2" not in r.stdout
+    assert doc["machine"]["id"] == "52:54:00:12:34:56"
     assert doc["disks"] == [{"name": "vda", "size_bytes": 1048576, "model": "disk\x1b[2J", "partition": False,
-                             "read_only": False}]
+                             "read_only": False, "health": None, "reallocated_sectors": None,
+                             "pending_sectors": None, "media_errors": None, "io_errors": None}]
     assert doc["assembled"] == [{"name": "md0", "size_bytes": 524288, "kind": "md", "level": "raid1",
                                  "state": "readonly", "read_only": True}]
     assert doc["extscan"] == [{"device": "/dev/vda", "label": 'x"y'}]
@@ -114,3 +116,109 @@ def test_fsck_status_is_a_json_number(report, tmp_path):
     r = host([*report, "--root", str(tmp_path)])
     assert r.returncode == 0 and not r.stderr, r.stderr
     assert [f["status"] for f in json.loads(r.stdout)["fsck"]] == [7, 0, None]
+
+
+def metrics_root(root):
+    """A machine with a failing disk, a damaged volume and hostile names."""
+    write(root, "/etc/os-release", 'NAME=extrescue\nVERSION_ID=1.2-3\n')
+    write(root, "/proc/uptime", "42.17 80.00\n")
+    write(root, "/proc/cmdline", "console=ttyS0 BOOTIF=01-52-54-00-AB-CD-EF ip=dhcp\n")
+    write(root, "/sys/class/dmi/id/product_serial", "To Be Filled By O.E.M.\n")
+    write(root, "/sys/class/dmi/id/sys_vendor", 'Evil "Corp"\\\n')
+    for disk in ("sda", "nvme0n1"):
+        write(root, f"/sys/class/block/{disk}/size", "2048\n")
+        write(root, f"/sys/class/block/{disk}/device/model", "disk\x1b[2J\n")
+    write(root, "/sys/class/block/sda1/size", "1024\n")
+    write(root, "/sys/class/block/sda1/partition", "1\n")
+    write(root, "/run/extrescue/report/health", "sda\tpassed\t3\t8\t-\t12\nnvme0n1\tfailed\t-\t-\t5\t0\n"
+                                                "gone\tpassed\t0\t0\t-\t0\n")
+    write(root, "/run/extrescue/fsck.results",
+          "check\t/dev/sda1\t4\t3\t-\terrors left\n"
+          "check\t/dev/\xff\"x\\\t0\t1\t-\tclean\n"
+          "check\t/dev/nvme0n1\t-\t0\t-\tskipped\n"
+          "check\t/dev/sda1\t1\t2\t/run/u\tcorrected\n".encode("latin-1"))
+    write(root, "/run/extrescue/errors", "one\ntwo")
+
+
+def samples(text):
+    """{(name, frozenset of label pairs): value} of a text exposition."""
+    import re
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("#") or not line:
+            continue
+        m = re.match(r'^(\w+)(?:\{(.*)\})? (\S+)$', line)
+        assert m, line
+        labels = frozenset(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2) or ""))
+        key = (m.group(1), labels)
+        assert key not in out, f"a series twice: {line}"
+        out[key] = float(m.group(3))
+    return out
+
+
+def test_metrics_follow_prometheus_conventions(report, tmp_path):
+    """--metrics: promtool's parser and linter take it; each family whole,
+    each series once (the last record of a device counts), hostile names
+    escaped, health only where the disk answered."""
+    metrics_root(tmp_path)
+    r = host([*report, "--metrics", "--root", str(tmp_path)])
+    assert r.returncode == 0 and not r.stderr, r.stderr
+    lint = host(["promtool", "check", "metrics"], input=r.stdout)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    m = samples(r.stdout)
+    L = lambda **kw: frozenset(kw.items())  # noqa: E731
+    build = [(dict(k[1]), v) for k, v in m.items() if k[0] == "extrescue_build_info"]
+    assert len(build) == 1 and build[0][0]["version"] == "1.2-3" and build[0][1] == 1, build
+    info = [dict(k[1]) for k in m if k[0] == "extrescue_machine_info"]
+    assert info == [{"id": "52:54:00:ab:cd:ef", "vendor": 'Evil \\"Corp\\"\\\\', "product": "",
+                     "serial": "To Be Filled By O.E.M."}], info
+    assert m[("extrescue_boot_duration_seconds", L())] == 42.17
+    assert m[("extrescue_boot_errors", L())] == 2
+    sda1 = L(device="/dev/sda1", mode="check")
+    assert m[("extrescue_fsck_exit_status", sda1)] == 1 and m[("extrescue_fsck_errors_corrected", sda1)] == 1
+    assert m[("extrescue_fsck_errors_uncorrected", sda1)] == 0 and m[("extrescue_fsck_undo_kept", sda1)] == 1
+    hostile = L(device='/dev/?\\"x\\\\', mode="check")
+    assert m[("extrescue_fsck_exit_status", hostile)] == 0 and m[("extrescue_fsck_completed", hostile)] == 1
+    skipped = L(device="/dev/nvme0n1", mode="check")
+    assert ("extrescue_fsck_exit_status", skipped) not in m and m[("extrescue_fsck_completed", skipped)] == 0
+    assert m[("extrescue_disk_health_ok", L(disk="sda"))] == 1 and m[("extrescue_disk_health_ok", L(disk="nvme0n1"))] == 0
+    assert m[("extrescue_disk_reallocated_sectors", L(disk="sda"))] == 3
+    assert m[("extrescue_disk_pending_sectors", L(disk="sda"))] == 8
+    assert ("extrescue_disk_pending_sectors", L(disk="nvme0n1")) not in m
+    assert m[("extrescue_disk_media_errors", L(disk="nvme0n1"))] == 5
+    assert m[("extrescue_disk_io_errors_total", L(disk="sda"))] == 12
+    assert not [k for k in m if dict(k[1]).get("disk") in ("sda1", "gone")], "a partition or a gone disk"
+    assert "\x1b" not in r.stdout and "\xff" not in r.stdout
+    # The JSON report carries the same health.
+    doc = json.loads(host([*report, "--root", str(tmp_path)]).stdout)
+    sda = [d for d in doc["disks"] if d["name"] == "sda"][0]
+    assert (sda["health"], sda["reallocated_sectors"], sda["pending_sectors"], sda["media_errors"],
+            sda["io_errors"]) == ("passed", 3, 8, None, 12)
+    assert "health" not in [d for d in doc["disks"] if d["name"] == "sda1"][0]
+
+
+@pytest.mark.parametrize("serial,expected", [
+    ("CZ1234567X", "CZ1234567X"),
+    ("  ABC-9.1:2  ", "ABC-9.1:2"),
+    ("0000000000", "52:54:00:00:00:02"),
+    ("Not Specified", "52:54:00:00:00:02"),
+    ("default string", "52:54:00:00:00:02"),
+    ("a/b c\x1b$(x)", "a_b_c___x_"),
+    (None, "52:54:00:00:00:02"),
+])
+def test_machine_id(report, tmp_path, serial, expected):
+    """The fleet's name for a machine: its serial unless firmware left a
+    placeholder, else the first NIC's MAC; safe as a label, a syslog
+    HOSTNAME and a file name."""
+    if serial is not None:
+        write(tmp_path, "/sys/class/dmi/id/product_serial", serial + "\n")
+    write(tmp_path, "/sys/class/net/lo/address", "00:00:00:00:00:00\n")
+    write(tmp_path, "/sys/class/net/eth1/address", "52:54:00:00:00:02\n")
+    write(tmp_path, "/sys/class/net/wlan0/address", "52:54:00:00:00:03\n")
+    r = host([*report, "--machine-id", "--root", str(tmp_path)])
+    assert r.returncode == 0 and r.stdout == expected + "\n", r.stdout
+
+
+def test_machine_id_without_serial_or_nic(report, tmp_path):
+    write(tmp_path, "/proc/sys/kernel/hostname", "(none)\n")
+    assert host([*report, "--machine-id", "--root", str(tmp_path)]).stdout == "_none_\n"

@@ -36,7 +36,7 @@
 #define MAX_VALUE 1024
 #define MAX_REPEAT 16	/* values of one repeatable parameter */
 
-enum kind { WORD, NUMBER, NAMES, DEVICE, KEYFILE, SSHKEY, URL, PATH };
+enum kind { WORD, NUMBER, NAMES, DEVICE, KEYFILE, SSHKEY, URL, BASE_URL, PATH, SYSLOG };
 
 static const struct param {
 	const char *key;
@@ -58,6 +58,9 @@ static const struct param {
 	{"ssh_key", SSHKEY, NULL, 0, 0, 1},
 	{"ssh_key_insecure", WORD, "0|1", 0, 0, 0},
 	{"report", URL, NULL, 0, 0, 0},
+	/* A Prometheus Pushgateway; a syslog server as HOST[:PORT][,tcp|,udp]. */
+	{"metrics", BASE_URL, NULL, 0, 0, 0},
+	{"syslog", SYSLOG, NULL, 0, 0, 0},
 	{"smoke", NUMBER, NULL, 1, 600, 0},
 	{"smoke_timeout", NUMBER, NULL, 1, 86400, 0},
 	{"scsi_timeout", NUMBER, NULL, 1, 600, 0},
@@ -84,6 +87,31 @@ static int one_of(const char *v, const char *words)
 		w += len + (w[len] == '|');
 	}
 	return 0;
+}
+
+/* An http:// URL whose path may be left out (http://HOST:PORT). */
+static const char *base_url_check(const char *v)
+{
+	char url[MAX_VALUE + 16];
+
+	if (strncmp(v, "http://", 7) || strchr(v + 7, '/'))
+		return url_check(v);
+	snprintf(url, sizeof(url), "%s/", v);
+	return url_check(url);
+}
+
+/* HOST[:PORT][,tcp|,udp]: the host and port as an http:// URL's would be. */
+static const char *syslog_check(const char *v)
+{
+	char url[MAX_VALUE + 16];
+	size_t n = strcspn(v, ",");
+
+	if (v[n] && strcmp(v + n, ",tcp") && strcmp(v + n, ",udp"))
+		return "is not HOST[:PORT][,tcp|,udp]";
+	if (memchr(v, '/', n) || n > MAX_VALUE)
+		return "is not HOST[:PORT][,tcp|,udp]";
+	snprintf(url, sizeof(url), "http://%.*s/", (int) n, v);
+	return url_check(url) ? "is not HOST[:PORT][,tcp|,udp]" : NULL;
 }
 
 /* NULL when VALUE suits P, else why not. */
@@ -117,6 +145,10 @@ static const char *judge(const struct param *p, const char *v)
 		return strstr(v, "://") ? keyurl_check(v, NULL, 0, NULL) : sshkey_check(v);
 	case URL:
 		return url_check(v);
+	case BASE_URL:
+		return base_url_check(v);
+	case SYSLOG:
+		return syslog_check(v);
 	case PATH:
 		/* Shown and compared, never opened outside the stick's tree. */
 		if (*v != '/' || strstr(v, "/../") || (strlen(v) >= 3 && !strcmp(v + strlen(v) - 3, "/..")))

@@ -28,7 +28,7 @@
 #include "../lib/text.h"
 #include "extscan.h"
 
-int verbose, wide, json, list_only, member_only, journal_only;
+int verbose, wide, json, metrics, list_only, member_only, journal_only;
 struct extsb_support kernel;
 
 /* A partition belongs to what its whole disk belongs to: the legs of a
@@ -225,6 +225,8 @@ int main(int argc, char **argv)
 			wide = 1;
 		} else if (!strcmp(argv[i], "--json")) {
 			json = 1;
+		} else if (!strcmp(argv[i], "--metrics")) {
+			metrics = 1;
 		} else if (!strcmp(argv[i], "--devices")) {
 			list_only = 1;
 		} else if (!strcmp(argv[i], "--member")) {
@@ -232,13 +234,14 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--journal")) {
 			journal_only = 1;
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf("usage: extscan [-v] [--wide | --json | --devices | --member] [DEVICE...]\n"
+			printf("usage: extscan [-v] [--wide | --json | --metrics | --devices | --member] [DEVICE...]\n"
 			       "Lists ext2/3/4 filesystems on all block devices (or the ones named),\n"
 			       "their state, and whether this kernel can mount and e2fsck can check them.\n"
 			       "The table fits the terminal (80 columns when unknown); -v adds UUID,\n"
 			       "times (UTC) and features; --wide puts every column on one line.\n"
 			       "Members of md arrays, LVM, LUKS and bcache, partitioned disks and second\n"
 			       "paths are shown as such: assemble or use what they belong to instead.\n"
+			       "--metrics prints each volume's facts in Prometheus' text format.\n"
 			       "--devices prints one tab-separated line per device: DEVICE fs [BACKUP\n"
 			       "BLOCKSIZE] for a volume to check (the backup superblock when the primary\n"
 			       "is damaged), DEVICE skip REASON for one that must not be checked alone.\n"
@@ -313,6 +316,8 @@ int main(int argc, char **argv)
 		}
 	} else if (json) {
 		print_json(r, n);
+	} else if (metrics) {
+		print_metrics(r, n);
 	} else {
 		print_table(r, n);
 	}

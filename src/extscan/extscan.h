@@ -32,7 +32,7 @@ struct result {
 };
 
 /* The options (extscan.c) and the running kernel's ext4 (system.c). */
-extern int verbose, wide, json, list_only, member_only, journal_only;
+extern int verbose, wide, json, metrics, list_only, member_only, journal_only;
 extern struct extsb_support kernel;
 
 /* read.c */
@@ -49,8 +49,12 @@ int cmp_str(const void *a, const void *b);
 void probe_kernel(void);
 
 /* print.c */
+void uuid_text(const uint8_t *u, char *out);
 const char *journal_text(const struct result *r);
 int shown(const struct result *r);
 void print_json(struct result *r, int n);
+
+/* metrics.c */
+void print_metrics(struct result *r, int n);
 void print_table(struct result *r, int n);
 #endif

@@ -31,7 +31,7 @@ static void when(int64_t t, char *out, size_t size)
 		strftime(out, size, "%Y-%m-%d %H:%M UTC", &tm);
 }
 
-static void uuid_text(const uint8_t *u, char *out)
+void uuid_text(const uint8_t *u, char *out)
 {
 	sprintf(out, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
 		u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],

@@ -5,7 +5,12 @@
  * disk, the network or the command line is escaped; key material on the
  * command line is removed; every list is bounded.
  *
- * usage: report [--root DIR]     (DIR: where /proc, /sys, /etc and /run are; tests)
+ * With --metrics it prints the same facts in Prometheus' text format
+ * (metrics.c) for rescue.metrics=; with --machine-id the name the fleet
+ * knows this machine by (machine.c).
+ *
+ * usage: report [--metrics | --machine-id] [--root DIR]
+ *        (DIR: where /proc, /sys, /etc and /run are; tests)
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -16,16 +21,16 @@
 #include <sys/utsname.h>
 
 #include "../lib/kargs.h"
+#include "report.h"
 
 #define MAX_FILE (256 * 1024)
-#define MAX_ITEMS 64
 #define MAX_LINES 200
 #define MAX_CMDLINE 4096	/* bytes of the command line shown */
 
-static const char *root = "";
+const char *root = "";
 
 /* The file ROOT/PATH, at most MAX_FILE bytes, NUL-terminated; NULL if absent. */
-static char *slurp(const char *path)
+char *slurp(const char *path)
 {
 	char full[4096];
 	size_t n;
@@ -199,7 +204,7 @@ static int skip_entry(const struct dirent *d)
 }
 
 /* Names in ROOT/DIR, sorted, at most MAX_ITEMS; returns the count. */
-static int names(const char *dir, char out[][64])
+int names(const char *dir, char out[][64])
 {
 	char full[4096];
 	struct dirent *d;
@@ -218,7 +223,7 @@ static int names(const char *dir, char out[][64])
 	return n;
 }
 
-static int exists(const char *fmt, const char *name)
+int exists(const char *fmt, const char *name)
 {
 	char path[4096], full[4200];
 	FILE *f;
@@ -282,12 +287,47 @@ static void interfaces(void)
 	free(addrs);
 }
 
+/* A whole disk a driver found (or a loop device): not a partition, md or dm. */
+int whole_disk(const char *name)
+{
+	return !exists("/sys/class/block/%s/partition", name) && !exists("/sys/class/block/%s/md/level", name) &&
+	       !exists("/sys/class/block/%s/dm/name", name) &&
+	       (exists("/sys/class/block/%s/device", name) || exists("/sys/class/block/%s/loop/backing_file", name));
+}
+
+static void jcount(long long v)
+{
+	if (v < 0)
+		printf("null");
+	else
+		printf("%lld", v);
+}
+
+/* A whole disk's health (disks/health), null where it gave no answer. */
+static void jhealth(const struct disk_health *h)
+{
+	printf(", \"health\": ");
+	if (h && h->health[0])
+		jstr(h->health);
+	else
+		printf("null");
+	printf(", \"reallocated_sectors\": ");
+	jcount(h ? h->reallocated : -1);
+	printf(", \"pending_sectors\": ");
+	jcount(h ? h->pending : -1);
+	printf(", \"media_errors\": ");
+	jcount(h ? h->media : -1);
+	printf(", \"io_errors\": ");
+	jcount(h ? h->io_errors : -1);
+}
+
 /* Whole disks and partitions (what a driver found), or, with ASSEMBLED, the md
  * arrays and device-mapper devices this boot made. */
 static void block_devices(int assembled)
 {
 	static char n[MAX_ITEMS][64];
-	int count = names("/sys/class/block", n), first = 1;
+	static struct disk_health health[MAX_ITEMS];
+	int count = names("/sys/class/block", n), first = 1, nh = assembled ? 0 : read_health(health);
 
 	printf("[");
 	for (int i = 0; i < count; i++) {
@@ -321,6 +361,8 @@ static void block_devices(int assembled)
 			else
 				printf("null");
 			printf(", \"partition\": %s", exists("/sys/class/block/%s/partition", n[i]) ? "true" : "false");
+			if (whole_disk(n[i]))
+				jhealth(health_of(health, nh, n[i]));
 		}
 		snprintf(path, sizeof(path), "/sys/class/block/%.63s/ro", n[i]);
 		text = slurp(path);
@@ -343,8 +385,24 @@ static void jstatus(const char *s)
 		printf("null");
 }
 
-/* rescue-fsck's records in S: MODE DEVICE STATUS SECONDS UNDO-FILE MEANING
- * [JOURNAL-UNDO-FILE JOURNAL-DEVICE], tab-separated. */
+/* One of rescue-fsck's records, LINE, split in place into F: MODE DEVICE
+ * STATUS SECONDS UNDO-FILE MEANING [JOURNAL-UNDO-FILE JOURNAL-DEVICE],
+ * tab-separated. Returns the index of the last field (5 or more: whole). */
+int fsck_fields(char *line, char *f[8])
+{
+	int k = 0;
+
+	for (char *p = line; k < 8; k++) {
+		f[k] = p;
+		p = strchr(p, '\t');
+		if (!p)
+			break;
+		*p++ = 0;
+	}
+	return k;
+}
+
+/* rescue-fsck's records in S (fsck_fields). */
 static void jfsck(char *s)
 {
 	int n = 0;
@@ -352,18 +410,12 @@ static void jfsck(char *s)
 	printf("[");
 	for (char *line = s, *next; line && *line && n < MAX_ITEMS; line = next) {
 		char *f[8] = {0};
-		int k = 0;
+		int k;
 
 		next = strchr(line, '\n');
 		if (next)
 			*next++ = 0;
-		for (char *p = line; k < 8; k++) {
-			f[k] = p;
-			p = strchr(p, '\t');
-			if (!p)
-				break;
-			*p++ = 0;
-		}
+		k = fsck_fields(line, f);
 		if (k < 5)
 			continue;
 		printf("%s\n    {\"mode\": ", n++ ? "," : "");
@@ -422,12 +474,26 @@ static void jextscan(char *scan)
 #ifndef FUZZING
 int main(int argc, char **argv)
 {
-	char *uptime;
+	char *uptime, id[MACHINE_ID];
 	struct utsname uts;
+	int metrics = 0, only_id = 0;
 
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--root") && i + 1 < argc)
 			root = argv[++i];
+		else if (!strcmp(argv[i], "--metrics"))
+			metrics = 1;
+		else if (!strcmp(argv[i], "--machine-id"))
+			only_id = 1;
+	if (only_id) {
+		machine_id(id, sizeof(id));
+		printf("%s\n", id);
+		return 0;
+	}
+	if (metrics) {
+		print_metrics();
+		return 0;
+	}
 	printf("{\n  \"schema\": 1,\n  \"extrescue\": ");
 	from_file("/etc/os-release", jversion);
 	printf(",\n  \"kernel\": ");
@@ -441,7 +507,10 @@ int main(int argc, char **argv)
 	uptime = slurp("/proc/uptime");
 	printf(",\n  \"uptime_seconds\": %ld", uptime ? strtol(uptime, NULL, 10) : -1L);
 	free(uptime);
-	printf(",\n  \"machine\": {\n    \"vendor\": ");
+	machine_id(id, sizeof(id));
+	printf(",\n  \"machine\": {\n    \"id\": ");
+	jstr(id);
+	printf(",\n    \"vendor\": ");
 	jfile("/sys/class/dmi/id/sys_vendor");
 	printf(",\n    \"product\": ");
 	jfile("/sys/class/dmi/id/product_name");
