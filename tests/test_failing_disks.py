@@ -9,10 +9,12 @@ lsi53c895a and lsi53c810 models the guest's kernel comes down instead
 (README, "Failing disks"): smoke says so, with the oops in symbols, and
 names the model's fault. rescue-fsck check on the same disk names the
 unreadable blocks and powers off. make test-failing."""
+import http.server
 import json
 import os
 import re
 import subprocess
+import threading
 import time
 
 import pexpect
@@ -71,6 +73,30 @@ def inode_sector(img, path):
     bs = int(re.search(r"Block size:\s+(\d+)", subprocess.run(["dumpe2fs", "-h", img], capture_output=True,
                                                                text=True).stdout).group(1))
     return block * bs // 512
+
+
+class PushCapture:
+    """A stand-in Pushgateway on 127.0.0.1: keeps each PUT's path and body."""
+
+    def __init__(self):
+        self.bodies = []
+        bodies = self.bodies
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_PUT(self):
+                bodies.append((self.path, self.rfile.read(int(self.headers["Content-Length"])).decode()))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *a):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
 
 
 @pytest.fixture(scope="module")
@@ -158,12 +184,30 @@ def test_rescue_fsck_check_names_what_does_not_read(failing, guest, ctrl):
     powers off, and the host's image is unchanged."""
     img, rules, bad = failing
     before = sha256_file(img)
-    g = guest(f"fsck-check-{ctrl}", ["--direct", "--append", f"console={SERIAL_CONSOLE['x86_64']},115200n8 "
-                                     "rescue.fsck=check rescue.after=poweroff",
-                                     "--disk", f"{img},if={ctrl},blkdebug={rules}"], boot_timeout=180)
-    g.expect([pexpect.EOF], scaled(180), "the check to power off")
+    pushed = PushCapture()
+    try:
+        g = guest(f"fsck-check-{ctrl}", ["--direct", "--append", f"console={SERIAL_CONSOLE['x86_64']},115200n8 "
+                                         f"rescue.fsck=check rescue.after=poweroff ip=dhcp "
+                                         f"rescue.metrics=http://10.0.2.2:{pushed.port}", "--nic", "virtio-net-pci",
+                                         "--disk", f"{img},if={ctrl},blkdebug={rules}"], boot_timeout=180)
+        g.expect([pexpect.EOF], scaled(180), "the check to power off")
+    finally:
+        pushed.close()
     g.assert_no_fatal()
     log = g.serial_log()
+    # Its metrics (rescue.metrics=) say the same: the check did not finish,
+    # the kernel logged I/O errors for the disk; AHCI and NVMe disks answer
+    # for their health.
+    assert len(pushed.bodies) == 1, (pushed.bodies, log[-2000:])
+    path, body = pushed.bodies[0]
+    assert path.startswith("/metrics/job/extrescue/machine/"), path
+    m = re.search(r'^extrescue_fsck_exit_status\{device="(/dev/\w+)",mode="check"\} 8$', body, re.M)
+    assert m and re.search(rf'^extrescue_fsck_completed\{{device="{m.group(1)}",mode="check"\}} 0$', body, re.M), body
+    disk = m.group(1)[5:]      # the image is one ext4, no partition table
+    errors = re.search(rf'^extrescue_disk_io_errors_total\{{disk="{disk}"\}} (\d+)$', body, re.M)
+    assert errors and int(errors.group(1)) > 0, body
+    if ctrl in ("ahci", "nvme"):
+        assert re.search(rf'^extrescue_disk_health_ok\{{disk="{disk}"\}} 1$', body, re.M), body
     blocks = sorted({s // 2 for s in bad})     # a 64 MiB ext4 has 1 KiB blocks
     m = re.search(r"^(/dev/\w+) +8 +operational error \(read errors at block ([\d ]+): copy the disk with "
                   r"ddrescue and repair the copy\)", log, re.M)
