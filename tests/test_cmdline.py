@@ -117,6 +117,7 @@ def test_network_parameters_are_normalised(cmdline, tmp_path):
     ("rescue.report=http://a/b`id`", "holds spaces, quotes or control characters"),
     ("rescue.metrics=https://pushgateway:9091", "is not an http:// URL"),
     ("rescue.metrics=http://pushgateway:9091/`id`", "holds spaces, quotes or control characters"),
+    ("rescue.metrics=http://pushgateway:9091/#x", "holds ? or #"),
     ("rescue.syslog=log/host", "is not HOST[:PORT][,tcp|,udp]"),
     ("rescue.syslog=loghost,tls", "is not HOST[:PORT][,tcp|,udp]"),
     ("rescue.syslog=loghost:99999", "is not HOST[:PORT][,tcp|,udp]"),

@@ -348,3 +348,23 @@ def test_second_path_and_udev_names(guest, tmp_path):
     assert g.check(f"/lib/extrescue/disks/resolve /dev/disk/by-path/pci-{pci}").strip() == "/dev/vdb"
     assert g.run("/lib/extrescue/disks/resolve /dev/disk/by-id/nothing-here")[0] == 1
     assert g.poweroff() == 0
+
+
+def test_metrics_escape_what_the_disk_says(extscan, tmp_path):
+    """--metrics: a label of quotes, backslashes and bytes that are not UTF-8
+    comes out escaped, in a text promtool parses and lints; a device that
+    does not read is a series of its own."""
+    img = image(tmp_path, "hostile", options=["-O", "^metadata_csum"])
+    with open(img, "r+b") as f:
+        f.seek(1024 + 120)              # s_volume_name
+        f.write(b'a"b\\c\xff\xfe}\n=x'.ljust(16, b"\0"))
+    unreadable = tmp_path / "unreadable"
+    unreadable.mkdir()                  # a path that opens but does not read as a disk
+    r = host([*extscan, "--metrics", img, str(unreadable)])
+    assert r.returncode == 0, r.stderr
+    lint = host(["promtool", "check", "metrics"], input=r.stdout)
+    assert lint.returncode == 0, lint.stdout + lint.stderr + r.stdout
+    info = [line for line in r.stdout.splitlines() if line.startswith("extrescue_volume_info{")]
+    assert len(info) == 1 and 'label="a\\"b\\\\c??}?=x"' in info[0], info
+    assert f'extrescue_volume_mount_access{{device="{img}",access="rw"}} 1' in r.stdout
+    assert f'extrescue_device_read_error{{device="{unreadable}"}} 1' in r.stdout, r.stdout

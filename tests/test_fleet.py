@@ -120,6 +120,7 @@ def test_fleet_check_reports_pushes_and_logs(guest, tmp_path):
             poll.stop.set()
             arrived = [p for p in s.posts if p[0] > g.started]
             assert len(arrived) == 1, f"{name}: {len(arrived)} reports"
+            assert arrived[0][1] == "application/json", arrived[0][1]
             assert poll.seconds, f"{name}: its metrics never answered a query"
             machines[name] = (mac, serial, json.loads(arrived[0][2]), g)
             print(f"fleet {name}: report {arrived[0][0] - g.started:.1f} s, metrics queryable {poll.seconds:.1f} s "
@@ -274,4 +275,20 @@ def test_fleet_check_with_its_servers_down(guest, tmp_path):
     assert log.count(f"metrics to http://10.0.2.2:{silent.port} not pushed within 8 s") == 1, log[-3000:]
     assert log.count(f"syslog server 10.0.2.2:{closed} (tcp) not reachable") == 1, log[-3000:]
     assert "shutting down after" in log
+    # The boot and check take seconds; the metrics' wait is rescue.timeout=
+    # (8 s), the syslog server's none: well within a minute even under load.
+    assert took < scaled(60), f"powered off {took:.1f} s after QEMU started"
     print(f"fleet with servers down: powered off {took:.1f} s after QEMU started")
+
+
+def test_readme_rsyslog_configuration_is_valid(tmp_path):
+    """The README's rsyslog lines, as an administrator pastes them, pass
+    rsyslogd's own check (-N1), and the file name they build stays in its folder."""
+    readme = open(os.path.join(TOP, "README.md")).read()
+    block = readme.split("For rsyslog, listening on both:\n\n", 1)[1].split("\n\n", 1)[0]
+    lines = [line[4:] for line in block.splitlines()]
+    assert any("secpath-replace" in line for line in lines), lines
+    conf = tmp_path / "extrescue.conf"
+    conf.write_text(f'global(workDirectory="{tmp_path}")\n' + "\n".join(lines) + "\n")
+    r = host(["rsyslogd", "-N1", "-f", str(conf)])
+    assert r.returncode == 0, r.stdout + r.stderr

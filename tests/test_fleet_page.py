@@ -1,7 +1,8 @@
 """scripts/fleet-page: the fleet's reports (README.md, "The report") as one
 HTML page. Realistic and hostile reports in a folder, the page read back
-with html.parser: a row per report with its verdict, worst first, every
-string from a machine escaped, links to the files. No QEMU; a second or so."""
+with html.parser: a row per machine with its newest report's verdict, worst
+first, links to its older reports, every string from a machine escaped, links
+to the files. No QEMU; a second or so."""
 import copy
 import html.parser
 import json
@@ -222,6 +223,7 @@ def test_numbers_that_are_not_numbers_are_ignored(tmp_path):
     text = json.dumps(doc).replace('"uptime_seconds": 73', '"uptime_seconds": NaN, "y": Infinity')
     (tmp_path / "odd.json").write_text(text)
     strange = copy.deepcopy(doc)
+    strange["machine"]["serial"] = "S3"  # another machine, so a row of its own
     strange["fsck"][0]["status"] = "0"
     strange["disks"][0]["io_errors"] = 10 ** 500
     (tmp_path / "strange.json").write_text(json.dumps(strange))
@@ -257,6 +259,78 @@ def test_strings_and_lists_are_bounded(tmp_path):
     assert row["text"].startswith("X" * 200 + "…clean") and "X" * 201 not in out
     assert len(row["verdicts"]) == 50 and "and 4950 more" in row["text"] and "e" * 201 not in out
     assert len(out) < 100000
+
+
+def write_at(folder, name, doc, mtime):
+    """A report file as the collector kept it at that time (seconds since 1970)."""
+    path = folder / name
+    path.write_text(doc if isinstance(doc, str) else json.dumps(doc))
+    os.utime(path, (mtime, mtime))
+
+
+def test_a_machine_shows_its_newest_report_and_links_the_older(tmp_path):
+    errors_left = report("CN1", "52:54:00:00:01:01", machine_id="CN1",
+                         fsck=[checked("/dev/sda2", 4, "errors found (not fixed: read-only check)")])
+    corrected = report("CN1", "52:54:00:00:01:01", machine_id="CN1", fsck=[checked("/dev/sda2", 1, "corrected")])
+    clean = report("CN1", "52:54:00:00:01:01", machine_id="CN1", fsck=[checked("/dev/sda2", 0, "clean")])
+    # The mtime decides, not the name: the oldest report has the latest name.
+    write_at(tmp_path, "20250301-0900-c.json", errors_left, 1740000000)
+    write_at(tmp_path, "20250101-0900-a.json", corrected, 1740000100)
+    write_at(tmp_path, "20250201-0900-b.json", clean, 1740000200)
+    _, page = read_page(tmp_path)
+    assert len(page.rows) == 1 and not page.unbalanced and page.summary["data-machines"] == "1"
+    row = page.rows[0]
+    assert row["attrs"]["data-verdict"] == "clean" and row["attrs"]["data-colour"] == "green"
+    assert [v[1] for v in row["verdicts"]] == ["clean"] and "errors left" not in row["text"]
+    assert "2025-02-19 21:23:20Z" in row["text"] and "2 older reports: " in row["text"]
+    assert row["links"] == ["20250201-0900-b.json", "20250101-0900-a.json", "20250301-0900-c.json"]
+    assert page.summary["data-attention"] == "0"
+
+
+def test_same_mtime_the_later_name_wins(tmp_path):
+    clean = report("CN2", "52:54:00:00:01:02", fsck=[checked("/dev/sda2", 0, "clean")])
+    errors_left = report("CN2", "52:54:00:00:01:02", fsck=[checked("/dev/sda2", 4, "errors left")])
+    write_at(tmp_path, "20250101-0900-x.json", clean, 1740000000)
+    write_at(tmp_path, "20250101-0901-x.json", errors_left, 1740000000)
+    _, page = read_page(tmp_path)
+    row = machine_row(page, "CN2")
+    assert len(page.rows) == 1 and row["attrs"]["data-verdict"] == "errors-left"
+    assert row["links"] == ["20250101-0901-x.json", "20250101-0900-x.json"] and "1 older report: " in row["text"]
+
+
+def test_two_machines_are_two_rows(tmp_path):
+    for i in range(3):
+        write_at(tmp_path, f"2025010{i}-0900-one.json",
+                 report("ONE", "52:54:00:00:01:03", fsck=[checked("/dev/sda2", 0, "clean")]), 1740000000 + i)
+    write_at(tmp_path, "20250101-0900-two.json",
+             report("TWO", "52:54:00:00:01:04", fsck=[checked("/dev/sda2", 4, "errors left")]), 1740000000)
+    _, page = read_page(tmp_path)
+    assert [r["attrs"]["data-verdict"] for r in page.rows] == ["errors-left", "clean"]
+    assert page.summary["data-machines"] == "2" and page.summary["data-attention"] == "1"
+    assert len(machine_row(page, "TWO")["links"]) == 1 and "older" not in machine_row(page, "TWO")["text"]
+    assert len(machine_row(page, "ONE")["links"]) == 3 and "2 older reports" in machine_row(page, "ONE")["text"]
+
+
+def test_an_unreadable_report_stays_its_own_row(tmp_path):
+    # A machine whose id is the unreadable file's name is still another row.
+    named = report("CN3", "52:54:00:00:01:05", machine_id="broken.json", fsck=[checked("/dev/sda2", 0, "clean")])
+    write_at(tmp_path, "a.json", named, 1740000000)
+    write_at(tmp_path, "b.json", named, 1740000100)
+    write_at(tmp_path, "broken.json", '{"schema": 1, "machine": {', 1740000200)
+    write_at(tmp_path, "broken2.json", "[]", 1740000300)
+    _, page = read_page(tmp_path)
+    assert [r["attrs"]["data-verdict"] for r in page.rows] == ["unreadable", "unreadable", "clean"]
+    assert [r["links"] for r in page.rows] == [["broken.json"], ["broken2.json"], ["b.json", "a.json"]]
+    assert "older" not in page.rows[0]["text"] + page.rows[1]["text"]
+
+
+def test_older_links_are_bounded(tmp_path):
+    for i in range(25):
+        write_at(tmp_path, f"r{i:02d}.json", report("CN4", "52:54:00:00:01:06"), 1740000000 + i)
+    out, page = read_page(tmp_path)
+    row = page.rows[0]
+    assert len(page.rows) == 1 and "24 older reports: " in row["text"] and row["text"].endswith(" and 14 more")
+    assert row["links"] == [f"r{i:02d}.json" for i in range(24, 13, -1)]
 
 
 @pytest.mark.parametrize("args", [["/nonexistent/reports"], [__file__], []])

@@ -383,7 +383,7 @@ class Collector:
 FIELDS = {"schema": int, "extrescue": str, "kernel": str, "architecture": str, "uptime_seconds": int, "machine": dict,
           "cmdline": str, "disks": list, "assembled": list, "extscan": list, "fsck": list,
           "ssh_host_keys": list, "errors": list, "messages": list}
-MACHINE = {"vendor", "product", "serial", "hostname", "interfaces"}
+MACHINE = {"id", "vendor", "product", "serial", "hostname", "interfaces"}
 FSCK = {"mode", "device", "status", "meaning", "seconds", "undo_file", "undo_command"}
 
 

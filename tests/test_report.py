@@ -222,3 +222,17 @@ def test_machine_id(report, tmp_path, serial, expected):
 def test_machine_id_without_serial_or_nic(report, tmp_path):
     write(tmp_path, "/proc/sys/kernel/hostname", "(none)\n")
     assert host([*report, "--machine-id", "--root", str(tmp_path)]).stdout == "_none_\n"
+
+
+def test_many_block_devices_keep_every_disk(report, tmp_path):
+    """A machine with hundreds of partitions, loop and dm devices (sorted
+    before its disks): its whole disks still reach the report and the metrics."""
+    for i in range(300):
+        write(tmp_path, f"/sys/class/block/aaa{i:03d}/partition", "1\n")
+        write(tmp_path, f"/sys/class/block/aaa{i:03d}/size", "8\n")
+    write(tmp_path, "/sys/class/block/zzz/device/model", "last\n")
+    write(tmp_path, "/sys/class/block/zzz/size", "8\n")
+    doc = json.loads(host([*report, "--root", str(tmp_path)]).stdout)
+    assert len(doc["disks"]) == 64 and doc["disks"][-1]["name"] == "aaa063", doc["disks"][-1]
+    metrics = host([*report, "--metrics", "--root", str(tmp_path)]).stdout
+    assert 'extrescue_disk_info{disk="zzz",model="last"} 1' in metrics, metrics[-500:]

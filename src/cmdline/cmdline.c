@@ -94,6 +94,9 @@ static const char *base_url_check(const char *v)
 {
 	char url[MAX_VALUE + 16];
 
+	/* A query or fragment would be dropped from the push's path, or worse kept. */
+	if (strpbrk(v, "?#"))
+		return "holds ? or #: name the Pushgateway as http://HOST[:PORT][/PATH]";
 	if (strncmp(v, "http://", 7) || strchr(v + 7, '/'))
 		return url_check(v);
 	snprintf(url, sizeof(url), "%s/", v);

@@ -97,6 +97,12 @@ void print_metrics(struct result *r, int n)
 		if (volume(&r[i]))
 			series("extrescue_volume_checkable", &r[i], NULL,
 			       extsb_access(&r[i].sb, &extsb_e2fsck, blk, sizeof(blk)) != EXTSB_NONE);
+	/* A device whose superblock does not read is as alarming as a damaged one. */
+	prom_family("extrescue_device_read_error", "gauge",
+		    "1 for a device extscan could not read (its error is in the report's extscan list).");
+	for (int i = 0; i < n; i++)
+		if (shown(&r[i]) && r[i].member.kind == LAYOUT_NONE && !r[i].ok)
+			series("extrescue_device_read_error", &r[i], NULL, 1);
 	prom_family("extrescue_volume_last_check_timestamp_seconds", "gauge",
 		    "When e2fsck last checked the volume whole, as the superblock says (absent: never).");
 	for (int i = 0; i < n; i++)

@@ -77,7 +77,7 @@ static int boot_mac(char *out, size_t size)
 /* The first interface (by name) with a MAC that is not all zeros. */
 static void first_mac(char *out, size_t size)
 {
-	static char n[MAX_ITEMS][64];
+	static char n[MAX_NAMES][64];
 	int count = names("/sys/class/net", n);
 	char path[128];
 

@@ -113,12 +113,12 @@ static void disk_counts(const char *name, const char *help, const struct disk_he
 
 static void disk_metrics(void)
 {
-	static char n[MAX_ITEMS][64];
+	static char n[MAX_NAMES][64];
 	static struct disk_health all[MAX_ITEMS], h[MAX_ITEMS];
 	int count = names("/sys/class/block", n), nall = read_health(all), nh = 0;
 
 	/* The disks there now; a health line of a disk that went is left out. */
-	for (int i = 0; i < count; i++)
+	for (int i = 0; i < count && nh < MAX_ITEMS; i++)
 		if (whole_disk(n[i])) {
 			const struct disk_health *known = health_of(all, nall, n[i]);
 

@@ -203,7 +203,9 @@ static int skip_entry(const struct dirent *d)
 	return d->d_name[0] == '.';
 }
 
-/* Names in ROOT/DIR, sorted, at most MAX_ITEMS; returns the count. */
+/* Names in ROOT/DIR, sorted, at most MAX_NAMES (a /sys/class/block of many
+ * partitions, loop and dm devices must not push a disk out before the
+ * callers pick theirs); returns the count. */
 int names(const char *dir, char out[][64])
 {
 	char full[4096];
@@ -215,7 +217,7 @@ int names(const char *dir, char out[][64])
 	dp = opendir(full);
 	if (!dp)
 		return 0;
-	while ((d = readdir(dp)) && n < MAX_ITEMS)
+	while ((d = readdir(dp)) && n < MAX_NAMES)
 		if (!skip_entry(d) && strlen(d->d_name) < 64)
 			strcpy(out[n++], d->d_name);
 	closedir(dp);
@@ -266,14 +268,15 @@ static void jaddresses(const char *addrs, const char *name)
 
 static void interfaces(void)
 {
-	static char n[MAX_ITEMS][64];
-	int count = names("/sys/class/net", n), first = 1;
+	static char n[MAX_NAMES][64];
+	int count = names("/sys/class/net", n), first = 1, shown = 0;
 	char *addrs = slurp("/run/extrescue/report/addresses");
 
 	printf("[");
-	for (int i = 0; i < count; i++) {
+	for (int i = 0; i < count && shown < MAX_ITEMS; i++) {
 		if (!strcmp(n[i], "lo"))
 			continue;
+		shown++;
 		printf("%s\n      {\"name\": ", first ? "" : ",");
 		first = 0;
 		jstr(n[i]);
@@ -325,12 +328,12 @@ static void jhealth(const struct disk_health *h)
  * arrays and device-mapper devices this boot made. */
 static void block_devices(int assembled)
 {
-	static char n[MAX_ITEMS][64];
+	static char n[MAX_NAMES][64];
 	static struct disk_health health[MAX_ITEMS];
-	int count = names("/sys/class/block", n), first = 1, nh = assembled ? 0 : read_health(health);
+	int count = names("/sys/class/block", n), first = 1, nh = assembled ? 0 : read_health(health), shown = 0;
 
 	printf("[");
-	for (int i = 0; i < count; i++) {
+	for (int i = 0; i < count && shown < MAX_ITEMS; i++) {
 		int md = exists("/sys/class/block/%s/md/level", n[i]), dm = exists("/sys/class/block/%s/dm/name", n[i]);
 		char path[256], *text;
 
@@ -339,6 +342,7 @@ static void block_devices(int assembled)
 					     !exists("/sys/class/block/%s/loop/backing_file", n[i]) &&
 					     !exists("/sys/class/block/%s/partition", n[i])))
 			continue;
+		shown++;
 		snprintf(path, sizeof(path), "/sys/class/block/%.63s/size", n[i]);
 		text = slurp(path);
 		printf("%s\n    {\"name\": ", first ? "" : ",");

@@ -5,7 +5,8 @@
 
 #include <stddef.h>
 
-#define MAX_ITEMS 64
+#define MAX_ITEMS 64		/* entries of a list in the report */
+#define MAX_NAMES 1024		/* names read from a /sys folder, before they are picked */
 #define MACHINE_ID 65		/* bytes of a machine's name, NUL included */
 
 /* report.c */

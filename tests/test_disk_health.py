@@ -1,0 +1,60 @@
+"""disks/smart-facts, the one reading of smartctl's answers (the report, the
+metrics, rescue-smoke's battery), run by the image's own busybox sh and awk
+on answers of each kind of disk: ATA attributes with their decorations,
+NVMe's counts with thousands separators, SCSI's grown defects, a failed
+verdict, and no answer at all."""
+import os
+
+import pytest
+
+from harness import OUT, TOP, host
+
+BUSYBOX = os.path.join(OUT, "build", "busybox", "busybox")
+FACTS = os.path.join(TOP, "initramfs", "rootfs", "lib", "extrescue", "disks", "smart-facts")
+
+ATA = """=== START OF READ SMART DATA SECTION ===
+SMART overall-health self-assessment test result: PASSED
+
+ID# ATTRIBUTE_NAME          FLAG     VALUE WORST THRESH TYPE      UPDATED  WHEN_FAILED RAW_VALUE
+  1 Raw_Read_Error_Rate     0x000f   117   099   006    Pre-fail  Always       -       147587864
+  5 Reallocated_Sector_Ct   0x0033   100   100   036    Pre-fail  Always       -       12 (Min/Max 0/0)
+  9 Power_On_Hours          0x0032   068   068   000    Old_age   Always       -       28543
+197 Current_Pending_Sector  0x0012   100   100   000    Old_age   Always       -       8
+198 Offline_Uncorrectable   0x0010   100   100   000    Old_age   Offline      -       8
+"""
+NVME_FAILED = """=== START OF SMART DATA SECTION ===
+SMART overall-health self-assessment test result: FAILED!
+- NVM subsystem reliability has been degraded
+Critical Warning:                   0x04
+Media and Data Integrity Errors:    1,234
+Error Information Log Entries:      5,678
+"""
+SCSI = """=== START OF READ SMART DATA SECTION ===
+SMART Health Status: OK
+Current Drive Temperature:     31 C
+Elements in grown defect list: 3
+"""
+SCSI_FAILING = "SMART Health Status: HARDWARE IMPENDING FAILURE GENERAL HARD DRIVE FAILURE [asc=5d, ascq=10]\n"
+
+
+@pytest.fixture(scope="module")
+def image_shell(tmp_path_factory):
+    """A PATH of the image's busybox applets only: its sh and awk, not the host's."""
+    assert os.access(BUSYBOX, os.X_OK), f"no {BUSYBOX}; make builds it"
+    bin_dir = tmp_path_factory.mktemp("busybox-bin")
+    for applet in ("sh", "awk"):
+        os.symlink(BUSYBOX, bin_dir / applet)
+    return {"PATH": str(bin_dir)}
+
+
+@pytest.mark.parametrize("answer,facts", [
+    (ATA, "passed\t12\t8\t-"),
+    (NVME_FAILED, "failed\t-\t-\t1234"),
+    (SCSI, "passed\t3\t-\t-"),
+    (SCSI_FAILING, "failed\t-\t-\t-"),
+    ("", "-\t-\t-\t-"),
+    ("Smartctl open device: /dev/vda failed: Inappropriate ioctl for device\n", "-\t-\t-\t-"),
+])
+def test_smart_facts(image_shell, answer, facts):
+    r = host([BUSYBOX, "sh", FACTS], input=answer, env=image_shell)
+    assert r.returncode == 0 and r.stdout == facts + "\n", (r.stdout, r.stderr)
