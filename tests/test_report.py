@@ -208,7 +208,7 @@ def test_metrics_follow_prometheus_conventions(report, tmp_path):
 ])
 def test_machine_id(report, tmp_path, serial, expected):
     """The fleet's name for a machine: its serial unless firmware left a
-    placeholder, else the first NIC's MAC; safe as a label, a syslog
+    default value, else the first NIC's MAC; safe as a label, a syslog
     HOSTNAME and a file name."""
     if serial is not None:
         write(tmp_path, "/sys/class/dmi/id/product_serial", serial + "\n")

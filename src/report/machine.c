@@ -13,7 +13,7 @@
 
 /* Serial numbers firmware ships when nobody set one: as a name they would
  * put a whole fleet under one machine. */
-static int placeholder(const char *s)
+static int unset_serial(const char *s)
 {
 	static const char *const words[] = {
 		"none", "n/a", "na", "not specified", "not applicable", "not available", "unknown", "invalid",
@@ -91,7 +91,7 @@ static void first_mac(char *out, size_t size)
 }
 
 /*
- * The DMI serial number unless it is absent or a placeholder, else the
+ * The DMI serial number unless it is absent or one firmware ships unset, else the
  * booting NIC's MAC, else the first NIC's, else the host name; only
  * [A-Za-z0-9._:-] kept (the rest '_'), as it becomes a label, a syslog
  * HOSTNAME and a file name.
@@ -101,7 +101,7 @@ void machine_id(char *out, size_t size)
 	char raw[256];
 
 	first_line("/sys/class/dmi/id/product_serial", raw, sizeof(raw));
-	if (placeholder(raw) && !boot_mac(raw, sizeof(raw))) {
+	if (unset_serial(raw) && !boot_mac(raw, sizeof(raw))) {
 		first_mac(raw, sizeof(raw));
 		if (!raw[0])
 			first_line("/proc/sys/kernel/hostname", raw, sizeof(raw));
