@@ -4,6 +4,8 @@ on answers of each kind of disk: ATA attributes with their decorations,
 NVMe's counts with thousands separators, SCSI's grown defects, a failed
 verdict, and no answer at all."""
 import os
+import re
+import shutil
 
 import pytest
 
@@ -58,3 +60,30 @@ def image_shell(tmp_path_factory):
 def test_smart_facts(image_shell, answer, facts):
     r = host([BUSYBOX, "sh", FACTS], input=answer, env=image_shell)
     assert r.returncode == 0 and r.stdout == facts + "\n", (r.stdout, r.stderr)
+
+
+def test_health_answers_its_reader_within_its_bound(image_shell, tmp_path):
+    """disks/health read through a pipe, as report/make and the battery read
+    it, with a smartctl that never answers: the reader has its line once
+    --within is up, not when the asking is killed 15 s later. In a mount
+    namespace of its own, /run a fresh tmpfs, so the host's is not touched."""
+    disks = [n for n in sorted(os.listdir("/sys/class/block"))
+             if os.path.exists(f"/sys/class/block/{n}/device") and not os.path.exists(f"/sys/class/block/{n}/partition")
+             and not n.startswith(("loop", "ram", "zram", "sr"))]
+    if not disks:
+        pytest.skip("this host has no whole disk in /sys/class/block to name")
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    for applet in ("sh", "awk", "sleep", "timeout", "mkdir", "mv", "ls", "cat", "tr", "grep", "dmesg", "printf", "rm", "mount", "cut"):
+        os.symlink(BUSYBOX, fake / applet)
+    (fake / "smartctl").write_text("#!/bin/sh\nexec sleep 60\n")
+    (fake / "smartctl").chmod(0o755)
+    health = os.path.join(TOP, "initramfs", "rootfs", "lib", "extrescue", "disks", "health")
+    script = (f"mount -t tmpfs none /run && mkdir -p /run/extrescue && t0=$(cut -d' ' -f1 /proc/uptime) && "
+              f"line=$(sh {health} --within=2 {disks[0]}) && t1=$(cut -d' ' -f1 /proc/uptime) && "
+              f"echo \"$line\" && awk -v a=$t0 -v b=$t1 'BEGIN {{print b - a}}'")
+    r = host([shutil.which("unshare"), "-m", BUSYBOX, "sh", "-c", script], env={"PATH": str(fake)}, timeout=60)
+    assert r.returncode == 0, r.stderr
+    line, seconds = r.stdout.splitlines()
+    assert re.fullmatch(rf"{disks[0]}\t-\t-\t-\t-\t\d+", line), line
+    assert 1 <= float(seconds) < 6, f"disks/health --within=2 answered its reader after {seconds} s"
